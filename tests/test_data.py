@@ -1,0 +1,375 @@
+"""Tests for tx.data: tokens, vocabulary, the grammar corpus, file reading and batching."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+
+import pytest
+import torch
+
+from tx.data import (
+    BOS_ID, EOS_ID, PAD_ID, RUNNING_EXAMPLES, SPECIALS, UNK_ID, Batch, Vocab, batches,
+    copy_pairs, detokenize, encode_pairs, generate_pairs, grammar_pairs, load_corpus,
+    load_parallel_tsv, pad, tokenize,
+)
+
+
+@pytest.fixture(scope="module")
+def grammar() -> dict[str, str]:
+    """Every pair the grammar makes, French -> English."""
+    return dict(grammar_pairs())
+
+
+@pytest.fixture(scope="module")
+def corpus_pairs() -> list[tuple[str, str]]:
+    """The book's default corpus."""
+    return generate_pairs()
+
+
+# ----------------------------------------------------------------------------- tokens
+
+
+@pytest.mark.parametrize("text, tokens", [
+    ("j'aime", ["j'", "aime"]),
+    ("l'homme", ["l'", "homme"]),
+    ("J’aime l’école", ["j'", "aime", "l'", "école"]),  # typographic apostrophe
+    ("merci !", ["merci", "!"]),
+    ("Bonjour, ça va?", ["bonjour", ",", "ça", "va", "?"]),
+    ("étudiant être", ["étudiant", "être"]),
+    ("il a 12 chats", ["il", "a", "12", "chats"]),
+    ("", []),
+])
+def test_tokenize_examples(text: str, tokens: list[str]) -> None:
+    assert tokenize(text) == tokens
+
+
+def test_tokenize_keeps_a_decomposed_accent_inside_its_word() -> None:
+    decomposed = unicodedata.normalize("NFD", "étudiant")
+    assert len(decomposed) == len("étudiant") + 1  # e + combining accent
+    assert tokenize(decomposed) == ["étudiant"]
+
+
+def test_detokenize_glues_elisions_and_punctuation() -> None:
+    tokens = ["j'", "aime", "le", "café", ",", "merci", "!"]
+    assert detokenize(tokens) == "j'aime le café, merci!"
+
+
+def test_detokenize_inverts_tokenize_on_every_grammar_sentence(grammar: dict[str, str]) -> None:
+    broken = [s for pair in grammar.items() for s in pair if detokenize(tokenize(s)) != s]
+    assert broken == []
+    assert "j'aime les chats" in grammar  # the round trip did meet elisions
+
+
+# ----------------------------------------------------------------------------- vocabulary
+
+
+def test_vocab_build_orders_by_frequency_then_alphabet() -> None:
+    vocab = Vocab.build(["b a a", "d b a", "c"])
+    assert vocab.itos == [*SPECIALS, "a", "b", "c", "d"]  # a:3, b:2, then c, d tied at 1 (A-Z)
+    assert [vocab.pad_id, vocab.bos_id, vocab.eos_id, vocab.unk_id] == [0, 1, 2, 3]
+    assert vocab.stoi["a"] == 4 and len(vocab) == 8
+    assert "c" in vocab and "z" not in vocab
+    assert Vocab.build(["b a a", "d b a", "c"], min_freq=2).itos == [*SPECIALS, "a", "b"]
+
+
+def test_vocab_rejects_a_list_without_the_specials_first() -> None:
+    with pytest.raises(ValueError, match="specials"):
+        Vocab(["le", "chat"])
+    with pytest.raises(ValueError, match="specials"):
+        Vocab(["<bos>", "<pad>", "<eos>", "<unk>", "chat"])
+    with pytest.raises(ValueError, match="repeated"):
+        Vocab([*SPECIALS, "chat", "chat"])
+    with pytest.raises(ValueError, match="min_freq"):
+        Vocab.build(["a"], min_freq=0)
+
+
+def test_encode_maps_unknown_words_to_unk_and_frames_with_bos_eos() -> None:
+    vocab = Vocab.build(["le chat noir"])
+    chat, noir = vocab.stoi["chat"], vocab.stoi["noir"]
+    assert vocab.encode("le chien noir") == [BOS_ID, vocab.stoi["le"], UNK_ID, noir, EOS_ID]
+    assert vocab.encode("Chat noir", add_bos=False, add_eos=False) == [chat, noir]
+
+
+def test_decode_stops_at_eos_and_strips_specials() -> None:
+    vocab = Vocab.build(["j'aime le chat"])
+    ids = [BOS_ID, *vocab.encode("j'aime le chat", False, False), EOS_ID, vocab.stoi["le"], PAD_ID]
+    assert vocab.decode(ids) == "j'aime le chat"
+    assert vocab.decode(torch.tensor(ids)) == "j'aime le chat"
+    assert vocab.decode(ids, strip_specials=False) == "<bos> j'aime le chat <eos> le <pad>"
+    assert vocab.tokens(ids[:3]) == ["<bos>", "j'", "aime"]
+    assert vocab.decode([UNK_ID, EOS_ID]) == "<unk>"
+
+
+def test_decode_rejects_bad_ids() -> None:
+    vocab = Vocab.build(["a b"])
+    with pytest.raises(ValueError, match="out of range"):
+        vocab.decode([len(vocab)])
+    with pytest.raises(ValueError, match="1-D"):
+        vocab.decode(torch.zeros(2, 3, dtype=torch.long))
+
+
+def test_vocab_survives_a_json_round_trip() -> None:
+    vocab = Vocab.build(["le chat noir", "la maison blanche"])
+    restored = Vocab.from_dict(json.loads(json.dumps(vocab.to_dict())))
+    assert restored == vocab and restored.stoi == vocab.stoi
+    assert restored != Vocab.build(["le chat noir"])
+
+
+# ----------------------------------------------------------------------------- the grammar
+
+
+def test_generate_pairs_is_deterministic_distinct_and_sized(corpus_pairs) -> None:
+    assert generate_pairs(seed=0) == corpus_pairs
+    assert len(corpus_pairs) == 12000
+    assert len({fr for fr, _ in corpus_pairs}) == 12000
+    other = generate_pairs(seed=1)
+    assert other != corpus_pairs and set(other) != set(corpus_pairs)
+    assert len({fr for fr, _ in generate_pairs(seed=3, n_pairs=15000)}) == 15000
+
+
+def test_grammar_is_a_function_big_enough(grammar: dict[str, str]) -> None:
+    pairs = grammar_pairs()
+    assert len(pairs) == len(grammar) >= 15000  # each French sentence listed once
+    with pytest.raises(ValueError, match="n_pairs"):
+        generate_pairs(n_pairs=len(pairs) + 1)
+    with pytest.raises(ValueError, match="n_pairs"):
+        generate_pairs(n_pairs=2)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_running_examples_are_always_there(seed: int) -> None:
+    pairs = dict(generate_pairs(seed=seed, n_pairs=3000))
+    for fr, en in RUNNING_EXAMPLES:
+        assert pairs[fr] == en
+    assert dict(RUNNING_EXAMPLES) == {"je suis étudiant": "i am a student", "merci": "thanks",
+                                      "le chat noir": "the black cat"}
+
+
+@pytest.mark.parametrize("fr, en", [
+    ("la maison blanche", "the white house"),
+    ("les chats noirs", "the black cats"),
+    ("une pomme rouge", "a red apple"),
+    ("je mange la pomme", "i eat the apple"),
+    ("il mange la pomme", "he eats the apple"),
+    ("nous mangeons la pomme", "we eat the apple"),
+    ("ils mangent la pomme", "they eat the apple"),
+    ("il est médecin", "he is a doctor"),
+    ("elle est ingénieur", "she is an engineer"),
+    ("nous sommes étudiants", "we are students"),
+    ("elles sont étudiantes", "they are students"),
+    ("j'aime les chats", "i like cats"),
+    ("nous aimons le café", "we like coffee"),
+    ("je ne vois pas le chat", "i do not see the cat"),
+    ("il ne mange pas la pomme", "he does not eat the apple"),
+    ("je ne suis pas étudiant", "i am not a student"),
+    ("je n'aime pas les chats", "i do not like cats"),
+    ("l'homme est fatigué", "the man is tired"),
+    ("je bois de l'eau", "i drink water"),
+    ("elle mange du pain", "she eats bread"),
+    ("les enfants cherchent le chien", "the children look for the dog"),
+    ("au revoir", "goodbye"), ("bonjour", "hello"), ("oui", "yes"), ("non", "no"),
+])
+def test_grammar_translates(grammar: dict[str, str], fr: str, en: str) -> None:
+    assert grammar[fr] == en
+
+
+def test_grammar_writes_elisions_and_a_an(grammar: dict[str, str]) -> None:
+    assert "je aime les chats" not in grammar and "le homme est fatigué" not in grammar
+    for fr, en in grammar.items():
+        for word, nxt in zip(tokenize(fr), tokenize(fr)[1:]):
+            assert not (word in ("je", "le", "la", "ne", "de") and nxt[0] in "aeiouéèêâh"), fr
+        for word, nxt in zip(en.split(), en.split()[1:]):
+            assert not (word == "a" and nxt[0] in "aeiou"), en
+            assert not (word == "an" and nxt[0] not in "aeiou"), en
+
+
+def test_adjectives_move_before_the_noun_in_english(corpus_pairs) -> None:
+    ending_in_noun_noire = [(fr, en) for fr, en in corpus_pairs
+                            if re.search(r"\b(la|une|l') ?\w+ noire$", fr)]
+    assert len(ending_in_noun_noire) > 10
+    for fr, en in ending_in_noun_noire:
+        assert en.split()[-2] == "black", (fr, en)
+
+
+def test_negation_is_ne_pas_in_french_and_not_in_english(corpus_pairs) -> None:
+    negated = [(fr, en) for fr, en in corpus_pairs if "pas" in tokenize(fr)]
+    assert len(negated) > 1000
+    for fr, en in corpus_pairs:
+        words = tokenize(fr)
+        assert ("pas" in words) == ("not" in en.split()), (fr, en)
+        assert ("pas" in words) == ("ne" in words or "n'" in words), fr
+
+
+def test_verbs_agree_with_the_pronoun(corpus_pairs) -> None:
+    def starting_with(*pronouns: str) -> list[tuple[str, str]]:
+        return [(fr, en) for fr, en in corpus_pairs if fr.split()[0] in pronouns]
+
+    third_singular, plural = starting_with("il", "elle"), starting_with("nous", "ils", "elles")
+    assert len(third_singular) > 500 and len(plural) > 500
+    assert all(en.split()[1].endswith("s") for _, en in third_singular)  # eats, is, has, does
+    assert not any(en.split()[1].endswith("s") for _, en in plural)  # eat, are, have, do
+    nous = [fr.split()[1] for fr, _ in starting_with("nous") if "pas" not in fr.split()]
+    assert nous and all(verb.endswith("ons") or verb == "sommes" for verb in nous)
+
+
+def test_aimer_drops_the_article_of_a_plural(corpus_pairs) -> None:
+    def objects(verb_fr: str, verb_en: str) -> list[list[str]]:
+        """English words after the verb, in sentences with a French plural "les" object."""
+        return [re.split(verb_en, en)[1].split() for fr, en in corpus_pairs
+                if re.search(verb_fr + " les ", fr)]
+
+    liked, seen = (objects(r"\b(aime|aimes|aimons|aimez|aiment)", r"\blikes? "),
+                   objects(r"\b(vois|voit|voyons|voyez|voient)", r"\bsees? "))
+    assert len(liked) > 50 and len(seen) > 50
+    assert all("the" not in words for words in liked)  # i like cats
+    assert all(words[0] == "the" for words in seen)  # i see the cats
+
+
+def test_sentences_are_short_lowercase_and_unpunctuated(corpus_pairs) -> None:
+    lengths = [len(tokenize(s)) for pair in corpus_pairs for s in pair]
+    assert 1 <= min(lengths) and max(lengths) <= 10
+    assert sum(3 <= n <= 7 for n in lengths) / len(lengths) > 0.8
+    assert all(s == s.lower() and s[-1].isalpha() for pair in corpus_pairs for s in pair)
+
+
+# ----------------------------------------------------------------------------- corpora
+
+
+def test_load_corpus_splits_are_disjoint_and_complete() -> None:
+    corpus = load_corpus(seed=0, n_pairs=4000, valid_fraction=0.1, test_fraction=0.05)
+    train, valid, test = ({fr for fr, _ in split} for split in (corpus.train, corpus.valid,
+                                                                 corpus.test))
+    assert (len(corpus.valid), len(corpus.test), len(corpus.train)) == (400, 200, 3400)
+    assert not (train & valid or train & test or valid & test)
+    assert {fr for fr, _ in RUNNING_EXAMPLES} <= train
+    assert corpus.src_vocab == Vocab.build(fr for fr, _ in corpus.train)
+    assert corpus.tgt_vocab == Vocab.build(en for _, en in corpus.train)
+    assert load_corpus(seed=0, n_pairs=4000, valid_fraction=0.1, test_fraction=0.05) == corpus
+    assert load_corpus(seed=1, n_pairs=4000).valid != corpus.valid
+
+
+def test_default_corpus_vocabularies_are_small_and_cover_the_test_split() -> None:
+    corpus = load_corpus()
+    assert len(corpus.train) + len(corpus.valid) + len(corpus.test) == 12000
+    assert len(corpus.src_vocab) < 300 and len(corpus.tgt_vocab) < 300
+    unknown = [w for fr, _ in corpus.test for w in tokenize(fr) if w not in corpus.src_vocab]
+    assert len(unknown) <= 5
+
+
+def test_load_corpus_rejects_bad_fractions() -> None:
+    with pytest.raises(ValueError, match="fraction"):
+        load_corpus(n_pairs=100, valid_fraction=0.6, test_fraction=0.5)
+
+
+def test_load_parallel_tsv_reads_english_tab_french(tmp_path) -> None:
+    path = tmp_path / "fra.txt"
+    path.write_text("Hello.\tBonjour.\tCC-BY 2.0 (France)\n\n"
+                    "I am a student.\tJe suis étudiant.\tCC-BY\n", encoding="utf-8")
+    assert load_parallel_tsv(path) == [("Bonjour.", "Hello."),
+                                       ("Je suis étudiant.", "I am a student.")]
+    assert load_parallel_tsv(str(path), src_column=0, tgt_column=1)[0] == ("Hello.", "Bonjour.")
+
+
+def test_load_parallel_tsv_names_the_bad_line(tmp_path) -> None:
+    path = tmp_path / "broken.txt"
+    path.write_text("Hello.\tBonjour.\n\nThanks. Merci.\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"broken\.txt, line 3: expected at least two tab"):
+        load_parallel_tsv(path)
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        load_parallel_tsv(tmp_path / "missing.txt")
+
+
+def test_copy_pairs_copies() -> None:
+    pairs = copy_pairs(200, vocab_words=5, min_len=2, max_len=4, seed=1)
+    assert len(pairs) == 200 and all(src == tgt for src, tgt in pairs)
+    assert {len(src.split()) for src, _ in pairs} == {2, 3, 4}
+    assert {w for src, _ in pairs for w in src.split()} == {"w0", "w1", "w2", "w3", "w4"}
+    assert copy_pairs(200, 5, 2, 4, seed=1) == pairs != copy_pairs(200, 5, 2, 4, seed=2)
+    with pytest.raises(ValueError, match="min_len"):
+        copy_pairs(3, min_len=5, max_len=4)
+
+
+# ----------------------------------------------------------------------------- batches
+
+
+@pytest.fixture(scope="module")
+def small_task():
+    """Seven pairs of different lengths and their vocabularies."""
+    pairs = [("le chat noir", "the black cat"), ("merci", "thanks"),
+             ("je ne vois pas le chat", "i do not see the cat"), ("oui", "yes"),
+             ("il est médecin", "he is a doctor"), ("nous aimons le café", "we like coffee"),
+             ("la maison blanche", "the white house")]
+    return pairs, Vocab.build(fr for fr, _ in pairs), Vocab.build(en for _, en in pairs)
+
+
+def test_pad_pads_on_the_right() -> None:
+    out = pad([[5, 6, 7], [8]], pad_id=0)
+    assert out.dtype == torch.long
+    assert out.tolist() == [[5, 6, 7], [8, 0, 0]]
+    with pytest.raises(ValueError, match="at least one"):
+        pad([])
+
+
+def test_encode_pairs_frames_source_and_target(small_task) -> None:
+    pairs, src_vocab, tgt_vocab = small_task
+    (src, tgt), = encode_pairs(pairs[:1], src_vocab, tgt_vocab)
+    assert src == [*src_vocab.encode("le chat noir", False, False), EOS_ID]
+    assert tgt == [BOS_ID, *tgt_vocab.encode("the black cat", False, False), EOS_ID]
+
+
+def test_batches_shapes_padding_and_framing(small_task) -> None:
+    pairs, src_vocab, tgt_vocab = small_task
+    out = list(batches(pairs, src_vocab, tgt_vocab, batch_size=3))
+    assert [b.src.shape[0] for b in out] == [3, 3, 1]
+    first = out[0]
+    assert first.src.shape == (3, 7) and first.tgt.shape == (3, 8)  # longest: 6 words + specials
+    assert first.src.dtype == first.tgt.dtype == torch.long
+    assert (first.tgt[:, 0] == BOS_ID).all()
+    for batch in out:
+        for ids in (batch.src, batch.tgt):
+            assert ((ids == EOS_ID).sum(dim=1) == 1).all()
+            # Padding only on the right: once a row is PAD it stays PAD.
+            is_pad = (ids == PAD_ID).int()
+            assert (is_pad.cummax(dim=1).values == is_pad).all()
+        assert not (batch.src == BOS_ID).any()
+    assert first.src[1].tolist() == [src_vocab.stoi["merci"], EOS_ID] + [PAD_ID] * 5
+    assert [tgt_vocab.decode(row) for b in out for row in b.tgt] == [en for _, en in pairs]
+
+
+def test_batch_views_and_token_count(small_task) -> None:
+    pairs, src_vocab, tgt_vocab = small_task
+    batch = next(batches(pairs, src_vocab, tgt_vocab, batch_size=len(pairs)))
+    assert torch.equal(batch.tgt_in, batch.tgt[:, :-1])
+    assert torch.equal(batch.tgt_out, batch.tgt[:, 1:])
+    assert batch.n_tokens == sum(len(en.split()) + 1 for _, en in pairs)  # words + EOS
+    moved = batch.to("cpu")
+    assert isinstance(moved, Batch) and torch.equal(moved.src, batch.src)
+
+
+def test_batches_shuffle_is_seeded(small_task) -> None:
+    pairs, src_vocab, tgt_vocab = small_task
+
+    def order(seed: int) -> list[str]:
+        return [tgt_vocab.decode(row) for b in batches(pairs, src_vocab, tgt_vocab, 2,
+                                                        shuffle=True, seed=seed) for row in b.tgt]
+
+    assert order(0) == order(0)
+    assert sorted(order(0)) == sorted(en for _, en in pairs)
+    assert any(order(seed) != order(0) for seed in (1, 2, 3))
+    assert order(0) != [en for _, en in pairs] or order(1) != [en for _, en in pairs]
+
+
+def test_batches_drop_last(small_task) -> None:
+    pairs, src_vocab, tgt_vocab = small_task
+    out = list(batches(pairs, src_vocab, tgt_vocab, batch_size=3, drop_last=True))
+    assert [b.src.shape[0] for b in out] == [3, 3]
+
+
+def test_batches_reject_bad_input_when_called(small_task) -> None:
+    _, src_vocab, tgt_vocab = small_task
+    with pytest.raises(ValueError, match="no sentence pairs"):
+        batches([], src_vocab, tgt_vocab, batch_size=4)  # no next(): fails at the call
+    with pytest.raises(ValueError, match="batch_size"):
+        batches([("oui", "yes")], src_vocab, tgt_vocab, batch_size=0)

@@ -1,0 +1,135 @@
+import itertools
+
+import pytest
+import torch
+
+import tx
+from conftest import tiny_model
+
+BOS, EOS = 1, 2
+
+
+def test_greedy_shapes_bos_and_padding_after_eos():
+    model = tiny_model()
+    src = torch.randint(3, 13, (4, 6))
+    out = tx.greedy_decode(model, src, max_len=10, bos_id=BOS, eos_id=EOS)
+    assert out.dtype == torch.long and out.size(0) == 4 and out.size(1) <= 11
+    assert torch.all(out[:, 0] == BOS)
+    for row in out.tolist():
+        if EOS in row[1:]:
+            end = row.index(EOS, 1)
+            assert all(t == model.config.pad_id for t in row[end + 1 :])
+
+
+def test_greedy_takes_the_argmax_at_every_step():
+    model = tiny_model()
+    src = torch.randint(3, 13, (3, 5))
+    out = tx.greedy_decode(model, src, max_len=6, bos_id=BOS, eos_id=EOS)
+    logits = model(src, out[:, :-1])
+    for b in range(3):
+        for t in range(out.size(1) - 1):
+            if EOS in out[b, 1 : t + 1].tolist():
+                break
+            assert out[b, t + 1] == logits[b, t].argmax()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cached_decoding_equals_uncached(norm_first):
+    model = tiny_model(norm_first=norm_first)
+    src = torch.randint(3, 13, (5, 7))
+    src[2, 4:] = 0
+    a = tx.greedy_decode(model, src, 15, BOS, EOS, use_cache=True)
+    b = tx.greedy_decode(model, src, 15, BOS, EOS, use_cache=False)
+    assert torch.equal(a, b)
+
+
+def test_cached_logits_equal_full_decoder_logits():
+    model = tiny_model()
+    src, tgt = torch.randint(3, 13, (2, 5)), torch.randint(3, 11, (2, 6))
+    memory = model.encode(src)
+    cache = model.new_cache(8)
+    first = model.decode(memory, src, tgt[:, :2], cache)  # a two-token step, then one at a time
+    rest = [model.decode(memory, src, tgt[:, t : t + 1], cache) for t in range(2, 6)]
+    torch.testing.assert_close(torch.cat([first, *rest], 1), model.decode(memory, src, tgt), atol=1e-5, rtol=1e-5)
+
+
+def test_beam_size_one_equals_greedy():
+    model = tiny_model()
+    src = torch.randint(3, 13, (6, 5))
+    greedy = tx.greedy_decode(model, src, 9, BOS, EOS)
+    beams = tx.beam_search(model, src, beam_size=1, max_len=9, bos_id=BOS, eos_id=EOS)
+    for row, hyps in zip(greedy, beams):
+        tokens = hyps[0][0]
+        assert torch.equal(row[: len(tokens)], tokens)
+        assert torch.all(row[len(tokens) :] == model.config.pad_id)
+
+
+def sequence_log_prob(model, src, seq):
+    logits = model(src[None], torch.tensor([seq[:-1]]))[0].log_softmax(-1)
+    return sum(float(logits[t, tok]) for t, tok in enumerate(seq[1:]))
+
+
+def brute_force_best(model, src, vocab, max_len, alpha):
+    """Score every possible output: sequences that end at <eos>, or run max_len tokens."""
+    best = (None, float("-inf"))
+    for n in range(1, max_len + 1):
+        for body in itertools.product(range(vocab), repeat=n):
+            if EOS in body[:-1] or (n < max_len and body[-1] != EOS):
+                continue
+            seq = [BOS, *body]
+            score = sequence_log_prob(model, src, seq) / n**alpha
+            if score > best[1]:
+                best = (seq, score)
+    return best
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_wide_beam_finds_the_brute_force_best(alpha):
+    torch.manual_seed(3)
+    model = tiny_model(src_vocab_size=5, tgt_vocab_size=5)
+    src = torch.tensor([[3, 4, 3, 2]])
+    seq, score = brute_force_best(model, src[0], vocab=5, max_len=3, alpha=alpha)
+    found = tx.beam_search(model, src, beam_size=25, max_len=3, bos_id=BOS, eos_id=EOS, length_penalty=alpha)
+    tokens, beam_score = found[0][0]
+    assert tokens.tolist() == seq
+    assert beam_score == pytest.approx(score, abs=1e-4)
+
+
+def test_n_best_are_sorted_and_scores_follow_the_formula():
+    model = tiny_model()
+    src = torch.randint(3, 13, (2, 5))
+    found = tx.beam_search(model, src, beam_size=4, max_len=6, bos_id=BOS, eos_id=EOS, length_penalty=0.6, n_best=3)
+    for b, hyps in enumerate(found):
+        assert len(hyps) == 3
+        scores = [s for _, s in hyps]
+        assert scores == sorted(scores, reverse=True)
+        for tokens, score in hyps:
+            assert tokens[0] == BOS
+            n = len(tokens) - 1
+            assert score == pytest.approx(sequence_log_prob(model, src[b], tokens.tolist()) / n**0.6, abs=1e-4)
+
+
+def test_trace_records_the_tree():
+    model = tiny_model()
+    trace = []
+    tx.beam_search(model, torch.randint(3, 13, (1, 5)), beam_size=2, max_len=4, bos_id=BOS, eos_id=EOS, trace=trace)
+    assert trace[0] == [{"parent": None, "token": BOS, "score": 0.0, "finished": False}]
+    for prev, step in zip(trace, trace[1:]):
+        alive = [n for n in prev if not n.get("finished") and not n.get("pruned")]
+        assert all(0 <= n["parent"] < len(alive) for n in step)
+        assert sum(not n["finished"] and not n["pruned"] for n in step) <= 2
+
+
+def test_decoding_restores_training_mode():
+    model = tiny_model().train()
+    tx.greedy_decode(model, torch.randint(3, 13, (1, 4)), 3, BOS, EOS)
+    assert model.training
+
+
+def test_bad_decoding_arguments():
+    model = tiny_model()
+    src = torch.randint(3, 13, (1, 4))
+    with pytest.raises(ValueError, match="exceeds the model's max_len"):
+        tx.greedy_decode(model, src, 100, BOS, EOS)
+    with pytest.raises(ValueError, match="n_best <= beam_size"):
+        tx.beam_search(model, src, beam_size=2, max_len=4, bos_id=BOS, eos_id=EOS, n_best=3)

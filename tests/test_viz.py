@@ -1,0 +1,366 @@
+"""Tests for tx.viz: each figure draws what its docstring promises, from tensors or arrays.
+
+Axis legend: H heads, Tq query positions, Tk key positions, P positions, D d_model, V vocabulary.
+"""
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot: tests run headless
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from tx import viz  # noqa: E402
+
+VOCAB = ["a", "am", "i", "thanks", "student", "<eos>"]
+
+
+@pytest.fixture(autouse=True)
+def _no_show_and_close(monkeypatch):
+    """Fail any test whose function calls plt.show(); close every figure afterwards."""
+
+    def _show(*args, **kwargs):
+        raise AssertionError("viz functions must not call plt.show()")
+
+    monkeypatch.setattr(plt, "show", _show)
+    yield
+    plt.close("all")
+
+
+def _softmax_rows(*shape: int) -> torch.Tensor:
+    """Random rows that sum to 1, like attention weights."""
+    torch.manual_seed(0)
+    return torch.softmax(torch.randn(*shape), dim=-1)
+
+
+def _labels_visible(ax: Axes, axis: str) -> bool:
+    """True if the tick labels of ``axis`` ("x" or "y") are shown."""
+    ticks = (ax.xaxis if axis == "x" else ax.yaxis).get_major_ticks()
+    return any(t.label1.get_visible() for t in ticks)
+
+
+# --------------------------------------------------------------------------- attention_heatmap
+
+
+def test_attention_heatmap_labels_scale_and_colorbar():
+    w = _softmax_rows(4, 5).requires_grad_()  # a tensor with grad must be detached, not fail
+    q_tokens, k_tokens = ["i", "am", "a", "student"], ["je", "suis", "un", "étudiant", "<eos>"]
+    ax = viz.attention_heatmap(w, q_tokens, k_tokens, title="Cross-attention")
+    assert isinstance(ax, Axes)
+    assert len(ax.images) == 1
+    assert ax.images[0].get_clim() == (0.0, 1.0)
+    assert ax.images[0].get_cmap().name == "viridis"
+    np.testing.assert_allclose(ax.images[0].get_array(), w.detach().numpy())
+    assert [t.get_text() for t in ax.get_yticklabels()] == q_tokens
+    assert [t.get_text() for t in ax.get_xticklabels()] == k_tokens
+    assert all(t.get_rotation() == 90 for t in ax.get_xticklabels())
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("key", "query")
+    assert ax.get_title() == "Cross-attention"
+    assert len(ax.figure.axes) == 2  # the heatmap and its colour bar
+    assert len(ax.texts) == 0  # annotate is off by default
+
+
+def test_attention_heatmap_annotates_each_cell_with_two_decimals():
+    w = np.array([[0.9, 0.1, 0.0], [0.25, 0.5, 0.25], [0.333, 0.333, 0.334]])
+    ax = viz.attention_heatmap(w, annotate=True)
+    assert [t.get_text() for t in ax.texts] == [
+        "0.90", "0.10", "0.00", "0.25", "0.50", "0.25", "0.33", "0.33", "0.33"]
+    # Each number sits in its own cell: text at (column, row).
+    assert ax.texts[1].get_position() == (1, 0)
+    # Light text on the dark low end of viridis, dark text on the bright high end.
+    assert ax.texts[2].get_color() == "white" and ax.texts[0].get_color() == "black"
+
+
+def test_attention_heatmap_uses_the_given_axes():
+    _, given = plt.subplots()
+    assert viz.attention_heatmap(_softmax_rows(2, 2), ax=given) is given
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query_tokens": ["a", "b", "c"]},
+         "query_tokens has 3 labels but weights have 4 query rows"),
+        ({"key_tokens": ["a"]}, "key_tokens has 1 labels but weights have 5 key columns"),
+    ],
+)
+def test_attention_heatmap_rejects_wrong_token_counts(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        viz.attention_heatmap(_softmax_rows(4, 5), **kwargs)
+
+
+def test_attention_heatmap_rejects_several_heads():
+    with pytest.raises(ValueError, match=r"\[Tq, Tk\]"):
+        viz.attention_heatmap(_softmax_rows(2, 3, 3))
+
+
+# --------------------------------------------------------------------------- attention_grid
+
+
+def test_attention_grid_one_panel_per_head_with_outer_labels_only():
+    tokens = ["the", "cat", "sat"]
+    fig = viz.attention_grid(_softmax_rows(6, 3, 3), tokens, tokens, ncols=4, suptitle="Layer 1")
+    assert isinstance(fig, Figure)
+    heads = [ax for ax in fig.axes if ax.images]
+    colorbars = [ax for ax in fig.axes if not ax.images]
+    assert [ax.get_title() for ax in heads] == [f"head {h}" for h in range(1, 7)]
+    assert all(ax.get_visible() for ax in heads)
+    assert len(colorbars) == 1  # one shared scale, not one per head
+    assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in heads)
+    assert fig.get_suptitle() == "Layer 1"
+    # 2 rows x 4 columns, 6 heads: heads 1-2 have a head below them, heads 3-6 do not.
+    assert [_labels_visible(ax, "x") for ax in heads] == [False, False, True, True, True, True]
+    assert [_labels_visible(ax, "y") for ax in heads] == [True, False, False, False, True, False]
+    assert [t.get_text() for t in heads[4].get_yticklabels()] == tokens
+
+
+def test_attention_grid_custom_titles_given_figure_and_single_head():
+    fig = plt.figure()
+    out = viz.attention_grid(_softmax_rows(2, 3, 4), titles=["self", "cross"], fig=fig)
+    assert out is fig
+    assert [ax.get_title() for ax in fig.axes if ax.images] == ["self", "cross"]
+
+    single = viz.attention_grid(_softmax_rows(3, 4))  # [Tq, Tk] is one head
+    assert [ax.get_title() for ax in single.axes if ax.images] == ["head 1"]
+
+
+def test_attention_grid_rejects_other_ranks_and_bad_titles():
+    with pytest.raises(ValueError, match=r"\[H, Tq, Tk\]"):
+        viz.attention_grid(_softmax_rows(2, 2, 3, 3))
+    with pytest.raises(ValueError, match="titles has 1 entries but weights have 2 heads"):
+        viz.attention_grid(_softmax_rows(2, 3, 3), titles=["only one"])
+
+
+# --------------------------------------------------------------------------- positional encoding
+
+
+def _sinusoidal(positions: int, d_model: int) -> torch.Tensor:
+    """The paper's sinusoidal table [P, D], built here so the test needs no other module."""
+    pos = torch.arange(positions, dtype=torch.float32)[:, None]  # (P, 1)
+    freq = 10000 ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)  # (D/2,)
+    pe = torch.zeros(positions, d_model)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return pe
+
+
+def test_positional_encoding_heatmap_symmetric_signed_scale():
+    pe = _sinusoidal(20, 16)
+    ax = viz.positional_encoding_heatmap(pe, max_dims=10)
+    (im,) = ax.images
+    assert im.get_clim() == (-1.0, 1.0)
+    assert im.get_cmap().name == "RdBu"
+    assert im.get_array().shape == (20, 10)  # max_dims crops the dimensions, not positions
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("embedding dimension", "position")
+    assert ax.get_title() == "Positional encoding"
+    assert len(ax.figure.axes) == 2  # with a colour bar
+
+
+def test_encoding_curves_one_line_per_dimension():
+    pe = _sinusoidal(30, 8)
+    ax = viz.encoding_curves(pe, dims=(0, 3, 6))
+    assert len(ax.lines) == 3
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["dim 0", "dim 3", "dim 6"]
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), pe[:, 3].numpy())
+    with pytest.raises(ValueError, match=r"dims \[8\] out of range"):
+        viz.encoding_curves(pe, dims=(1, 8))
+
+
+# --------------------------------------------------------------------------- vector_boxes
+
+
+def test_vector_boxes_numbers_labels_and_symmetric_scale():
+    v = torch.tensor([[0.5, -2.0, 1.0], [0.0, 1.5, -0.25]])
+    ax = viz.vector_boxes(v, row_labels=["q1", "k1"], title="Thinking")
+    assert [t.get_text() for t in ax.texts] == ["0.50", "-2.00", "1.00", "0.00", "1.50", "-0.25"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["q1", "k1"]
+    assert len(ax.get_xticks()) == 0
+    (mesh,) = ax.collections
+    assert mesh.get_clim() == (-2.0, 2.0)  # symmetric about 0, set by the largest |value|
+    assert mesh.get_cmap().name == "RdBu"
+    assert ax.texts[1].get_position() == (1.5, 0.5)  # value [0, 1] in the centre of its box
+
+
+def test_vector_boxes_format_no_annotation_and_zero_vectors():
+    ax = viz.vector_boxes(np.array([1.0, 2.0]), fmt="{:.1f}")  # one [D] vector is one row
+    assert [t.get_text() for t in ax.texts] == ["1.0", "2.0"]
+    assert len(viz.vector_boxes(np.ones((2, 2)), annotate=False).texts) == 0
+    # All zeros must not give a degenerate [0, 0] colour scale.
+    assert viz.vector_boxes(np.zeros((1, 3))).collections[0].get_clim() == (-1.0, 1.0)
+    with pytest.raises(ValueError, match="row_labels has 1 labels but vectors have 2 rows"):
+        viz.vector_boxes(np.ones((2, 2)), row_labels=["q1"])
+
+
+# --------------------------------------------------------------------------- training curves
+
+
+def _history(n: int = 40, with_lr: bool = True) -> dict:
+    """A fake training log: noisy decaying loss, valid every 10 steps, a warm-up schedule."""
+    rng = np.random.default_rng(0)
+    steps = list(range(1, n + 1))
+    hist = {
+        "step": steps,
+        "train_loss": [3.0 * np.exp(-s / 15) + 1.0 + 0.3 * rng.standard_normal() for s in steps],
+        "valid_step": steps[9::10],
+        "valid_loss": [3.0 * np.exp(-s / 15) + 1.1 for s in steps[9::10]],
+    }
+    if with_lr:
+        hist["lr"] = [1e-3 * min(s / 10, (10 / s) ** 0.5) for s in steps]
+    return hist
+
+
+def test_loss_curves_train_smoothed_valid_and_lr_on_twin_axis():
+    hist = _history()
+    ax = viz.loss_curves(hist)
+    assert ax.get_ylabel() == "loss"  # the main Axes is returned, not the lr twin
+    raw, smoothed, valid = ax.lines
+    np.testing.assert_allclose(raw.get_ydata(), hist["train_loss"])
+    assert np.std(np.diff(smoothed.get_ydata())) < np.std(np.diff(raw.get_ydata()))
+    assert valid.get_marker() == "o" and valid.get_linestyle() == "None"
+    np.testing.assert_allclose(valid.get_xdata(), hist["valid_step"])
+    (twin,) = [a for a in ax.figure.axes if a is not ax]
+    assert twin.get_ylabel() == "learning rate"
+    np.testing.assert_allclose(twin.lines[0].get_ydata(), hist["lr"])
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["train", "train (smoothed)", "valid", "learning rate"]
+
+
+def test_loss_curves_smoothing_keeps_a_constant_loss_constant():
+    # Without bias correction an EMA starts near 0 and would bend a flat curve.
+    ax = viz.loss_curves({"step": [0, 1, 2, 3], "train_loss": [2.0] * 4})
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), [2.0] * 4)
+    assert len(ax.lines) == 2 and len(ax.figure.axes) == 1  # no valid data, no lr axis
+
+
+@pytest.mark.parametrize("missing", ["step", "train_loss", "valid_step"])
+def test_loss_curves_names_the_missing_key(missing):
+    hist = _history(with_lr=False)
+    del hist[missing]
+    with pytest.raises(ValueError, match=f"missing the key '{missing}'"):
+        viz.loss_curves(hist)
+
+
+def test_lr_schedule_line_and_peak():
+    steps = np.arange(1, 101)
+    lrs = 1e-3 * np.minimum(steps / 20, np.sqrt(20 / steps))
+    ax = viz.lr_schedule(steps, lrs)
+    (line,) = ax.lines
+    np.testing.assert_allclose(line.get_ydata(), lrs)
+    assert "at step 20" in ax.texts[0].get_text()
+    assert ax.get_ylim()[0] == 0.0
+    assert ax.get_title() == "Learning-rate schedule"
+    with pytest.raises(ValueError, match="equal length"):
+        viz.lr_schedule(steps, lrs[:-1])
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def test_probability_bars_vocab_highlight_and_range():
+    probs = torch.tensor([0.05, 0.10, 0.60, 0.05, 0.15, 0.05])
+    ax = viz.probability_bars(probs, VOCAB, title="step 1", highlight="i")
+    bars = ax.patches
+    assert len(bars) == 6
+    np.testing.assert_allclose([b.get_height() for b in bars], probs.numpy())
+    assert [t.get_text() for t in ax.get_xticklabels()] == VOCAB
+    assert ax.get_ylim() == (0.0, 1.0)
+    colours = [b.get_facecolor() for b in bars]
+    assert colours[2] != colours[0] and len(set(colours[:2] + colours[3:])) == 1
+    # An index highlights the same bar as its token.
+    by_index = viz.probability_bars(probs, VOCAB, highlight=2).patches
+    assert [b.get_facecolor() for b in by_index] == colours
+
+
+def test_probability_bars_top_k_keeps_the_largest_in_order():
+    probs = np.array([0.05, 0.10, 0.60, 0.05, 0.15, 0.05])
+    ax = viz.probability_bars(probs, VOCAB, top_k=3, highlight="student")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["i", "student", "am"]
+    assert [b.get_height() for b in ax.patches] == pytest.approx([0.60, 0.15, 0.10])
+    assert ax.patches[1].get_facecolor() != ax.patches[0].get_facecolor()
+
+
+def test_probability_bars_rejects_bad_input():
+    with pytest.raises(ValueError, match="tokens has 5 labels but probs has 6 entries"):
+        viz.probability_bars(np.full(6, 1 / 6), VOCAB[:5])
+    with pytest.raises(ValueError, match="'dog' is not one of the tokens"):
+        viz.probability_bars(np.full(6, 1 / 6), VOCAB, highlight="dog")
+    with pytest.raises(ValueError, match="top_k must be at least 1"):
+        viz.probability_bars(np.full(6, 1 / 6), VOCAB, top_k=0)
+
+
+BOS = 6
+TREE_VOCAB = [*VOCAB, "<bos>"]  # ids 0..5 as VOCAB, 6 = <bos>
+
+
+def _trace() -> list[list[dict]]:
+    """Beam width 2 translating to "i am a student": 9 nodes (2 pruned, 2 finished), 8 edges."""
+
+    def node(parent, token, score, finished=False, pruned=False):
+        return {"parent": parent, "token": token, "score": score,
+                "finished": finished, "pruned": pruned}
+
+    return [
+        [node(None, BOS, 0.0)],
+        [node(0, 2, -0.1), node(0, 1, -2.5), node(0, 0, -3.9, pruned=True)],
+        [node(0, 1, -0.3), node(1, 5, -2.9, finished=True), node(0, 3, -3.4, pruned=True)],
+        [node(0, 0, -0.5)],
+        [node(0, 4, -0.7)],
+        [node(0, 5, -0.8, finished=True)],
+    ]
+
+
+def test_beam_search_tree_one_box_per_node_one_line_per_edge():
+    trace = _trace()
+    ax = viz.beam_search_tree(trace, TREE_VOCAB)
+    n_nodes = sum(len(step) for step in trace)
+    assert len(ax.texts) == n_nodes == 10
+    assert len(ax.lines) == n_nodes - 1
+    assert ax.texts[0].get_text() == "<bos>\n0.00"
+    assert ax.texts[1].get_text() == "i\n-0.10"
+    # The edge into trace[2][1] ("<eos>") starts at its parent trace[1][1], one step back.
+    texts = [t.get_text() for t in ax.texts]
+    eos = texts.index("<eos>\n-2.90")
+    assert ax.texts[eos].get_position() == (2, 1)
+    edge = ax.lines[eos - 1]  # lines are drawn for every node but the root, in the same order
+    assert list(edge.get_xdata()) == [1, 2] and list(edge.get_ydata()) == [1, 1]
+    # Finished boxes have their own edge colour; pruned ones are greyed.
+    finished = ax.texts[eos].get_bbox_patch().get_edgecolor()
+    kept = ax.texts[1].get_bbox_patch().get_edgecolor()
+    assert finished != kept
+    pruned = texts.index("a\n-3.90")
+    assert to_rgba(ax.texts[pruned].get_color()) != to_rgba("black")
+    assert ax.lines[pruned - 1].get_linestyle() != ax.lines[0].get_linestyle()
+    assert ax.get_title() == "Beam search"
+
+
+def test_beam_search_tree_accepts_a_callable_and_checks_parents():
+    ax = viz.beam_search_tree(_trace(), lambda i: TREE_VOCAB[i].upper())
+    assert ax.texts[1].get_text() == "I\n-0.10"
+    bad = _trace()
+    bad[3][0]["parent"] = 5  # step 2 has only 3 hypotheses
+    with pytest.raises(ValueError, match=r"trace\[3\]\[0\] has parent 5"):
+        viz.beam_search_tree(bad, TREE_VOCAB)
+
+
+# --------------------------------------------------------------------------- stack_diagram
+
+
+def test_stack_diagram_boxes_and_memory_arrows():
+    ax = viz.stack_diagram(2, 3)
+    texts = [t.get_text() for t in ax.texts]
+    assert [t for t in texts if t.startswith("Encoder ")] == ["Encoder 1", "Encoder 2"]
+    decoders = [t for t in texts if t.startswith("Decoder ")]
+    assert decoders == ["Decoder 1", "Decoder 2", "Decoder 3"]
+    assert len(ax.patches) == 5  # one box per layer
+    # The encoder output feeds every decoder: one blue arrow into each.
+    blue = to_rgba("tab:blue")
+    into_decoders = [a for a in ax.texts if hasattr(a, "arrow_patch") and a.arrow_patch
+                     and to_rgba(a.arrow_patch.get_edgecolor()) == blue]
+    assert len(into_decoders) == 3
+    with pytest.raises(ValueError, match="at least one encoder"):
+        viz.stack_diagram(0, 6)

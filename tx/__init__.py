@@ -1,0 +1,47 @@
+"""tx: a complete, tested encoder-decoder Transformer, built chapter by chapter in the book.
+
+Axes used throughout: B batch, S source length, T target length, D d_model, H heads,
+Dh = D / H head size, V vocabulary size.
+
+The model pieces import eagerly; the heavier helpers (``tx.data``, ``tx.train``,
+``tx.evaluate``, ``tx.checkpoint``, ``tx.viz``, ``tx.exercises``) load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import torch
+
+from .attention import attention, self_attention_by_vectors
+from .config import TransformerConfig
+from .decoding import beam_search, greedy_decode
+from .decoder import Decoder, DecoderCache, DecoderLayer
+from .encoder import Encoder, EncoderLayer
+from .layers import FeedForward, Residual
+from .masks import causal_mask, padding_mask
+from .model import Transformer
+from .multi_head import KVCache, MultiHeadAttention, merge_heads, split_heads
+from .positional_encoding import Embedding, positional_encoding
+
+__all__ = [
+    "attention", "self_attention_by_vectors", "MultiHeadAttention", "split_heads", "merge_heads",
+    "KVCache", "positional_encoding", "Embedding", "causal_mask", "padding_mask", "FeedForward",
+    "Residual", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
+    "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
+    "data", "train", "evaluate", "checkpoint", "viz", "exercises",
+]
+
+_LAZY = {"data", "train", "evaluate", "checkpoint", "viz", "exercises"}
+
+
+def device() -> torch.device:
+    """CUDA when a GPU is present, else the CPU; everything in tx runs on either."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'tx' has no attribute {name!r}")

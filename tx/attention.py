@@ -1,0 +1,68 @@
+"""Scaled dot-product attention, as matrices and as the six steps done one word at a time.
+
+Axes: Tq query positions, Tk key positions, Dk query/key size, Dv value size,
+n words, D embedding size. ``...`` stands for any leading axes (batch, heads).
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V          (Vaswani et al. 2017, eq. 1)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .masks import check_mask
+
+__all__ = ["attention", "self_attention_by_vectors"]
+
+
+def attention(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, Tensor]:
+    """Scaled dot-product attention; returns ``(output [..., Tq, Dv], weights [..., Tq, Tk])``.
+
+    query [..., Tq, Dk], key [..., Tk, Dk], value [..., Tk, Dv]. ``mask`` is bool,
+    broadcastable to [..., Tq, Tk], True = may attend. ``dropout_p`` drops attention
+    weights before they mix the values (training only); the weights returned are the
+    undropped ones, the ones worth drawing.
+    """
+    d_k = query.size(-1)
+    # Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever d_k is, so the
+    # softmax does not saturate into one-hot weights with vanishing gradients.
+    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # [..., Tq, Tk]
+    if mask is not None:
+        check_mask(mask, scores.shape)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)  # [..., Tq, Tk]
+    mixing = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return mixing @ value, weights  # [..., Tq, Dv], [..., Tq, Tk]
+
+
+def self_attention_by_vectors(X: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) -> Tensor:
+    """Self-attention computed the slow way, one word at a time, as the six steps of the book.
+
+    X [n, D] holds one embedding per word; W_q, W_k [D, Dk]; W_v [D, Dv]. Returns Z [n, Dv],
+    equal to ``attention(X @ W_q, X @ W_k, X @ W_v)[0]``.
+    """
+    n = X.shape[0]
+    d_k = W_k.shape[1]
+    # Step 1: a query, a key and a value vector for every word.
+    q = [X[i] @ W_q for i in range(n)]  # n x [Dk]
+    k = [X[i] @ W_k for i in range(n)]  # n x [Dk]
+    v = [X[i] @ W_v for i in range(n)]  # n x [Dv]
+    Z = []
+    for i in range(n):
+        # Step 2: score word i against every word j: the dot product q_i . k_j.
+        scores = torch.stack([q[i] @ k[j] for j in range(n)])  # [n]
+        # Step 3: divide by sqrt(d_k) (8 in the paper, where d_k = 64).
+        scores = scores / math.sqrt(d_k)
+        # Step 4: softmax, so the scores are positive and add up to 1.
+        weights = scores.softmax(dim=0)  # [n]
+        # Step 5: weight each value vector by its score.
+        weighted = [weights[j] * v[j] for j in range(n)]  # n x [Dv]
+        # Step 6: sum the weighted values: the output for word i.
+        Z.append(torch.stack(weighted).sum(dim=0))  # [Dv]
+    return torch.stack(Z)  # [n, Dv]

@@ -1,0 +1,69 @@
+"""The model's configuration: one frozen dataclass, with the paper's and the book's presets."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TransformerConfig"]
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Every size and switch of a :class:`tx.Transformer`. Presets: :meth:`base`, :meth:`big`, :meth:`small`."""
+
+    src_vocab_size: int  # source words the embedding knows
+    tgt_vocab_size: int  # target words: the width of the final linear layer's logits
+    d_model: int = 512  # width of every vector between sub-layers (paper: 512)
+    n_heads: int = 8  # attention heads; each works in d_model / n_heads dimensions
+    n_layers: int = 6  # encoder layers, and as many decoder layers (paper: 6)
+    d_ff: int = 2048  # hidden width of the position-wise feed-forward network (paper: 4 * d_model)
+    dropout: float = 0.1  # on sub-layer outputs and embedding sums (paper 5.4: 0.1 base, 0.3 big)
+    max_len: int = 256  # longest sequence the positional table covers
+    pad_id: int = 0  # token id of <pad>: masked out of attention and of the loss
+    share_embeddings: bool = False  # tie source, target and pre-softmax weights (paper 3.4; needs one vocabulary)
+    norm_first: bool = False  # False = post-LN as in the paper; True = pre-LN as most models today
+    attention_dropout: float = 0.0  # dropout on attention weights; the paper's 5.4 names none
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}: every head "
+                f"gets d_model / n_heads features. Choose n_heads among the divisors of {self.d_model}."
+            )
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError(
+                f"share_embeddings=True ties one weight matrix across source and target, but the "
+                f"vocabularies differ ({self.src_vocab_size} vs {self.tgt_vocab_size} words). Build one "
+                "joint vocabulary for both languages, or set share_embeddings=False."
+            )
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}.")
+
+    @classmethod
+    def base(cls, src_vocab_size: int = 37000, tgt_vocab_size: int | None = None, **overrides: Any) -> "TransformerConfig":
+        """The paper's base model (Table 3): 6 layers, d_model 512, 8 heads, d_ff 2048, shared 37k vocabulary."""
+        tgt = src_vocab_size if tgt_vocab_size is None else tgt_vocab_size
+        return cls(src_vocab_size, tgt, **{"share_embeddings": tgt == src_vocab_size, **overrides})
+
+    @classmethod
+    def big(cls, src_vocab_size: int = 37000, tgt_vocab_size: int | None = None, **overrides: Any) -> "TransformerConfig":
+        """The paper's big model (Table 3): d_model 1024, 16 heads, d_ff 4096, dropout 0.3."""
+        sizes = dict(d_model=1024, n_heads=16, d_ff=4096, dropout=0.3)
+        return cls.base(src_vocab_size, tgt_vocab_size, **{**sizes, **overrides})
+
+    @classmethod
+    def small(cls, src_vocab_size: int, tgt_vocab_size: int, **overrides: Any) -> "TransformerConfig":
+        """The book's model: small enough to train on two CPU cores in a few minutes."""
+        sizes = dict(d_model=128, n_heads=4, n_layers=2, d_ff=256, dropout=0.1, max_len=64)
+        return cls(src_vocab_size, tgt_vocab_size, **{**sizes, **overrides})
+
+    def replace(self, **changes: Any) -> "TransformerConfig":
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict, JSON-safe."""
+        return dataclasses.asdict(self)

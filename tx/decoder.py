@@ -1,0 +1,90 @@
+"""The decoder: masked self-attention, encoder-decoder attention, feed-forward; and its cache.
+
+Axes: B batch, S source length, T target length, D d_model.
+
+Decoding one token at a time, each layer keeps a :class:`~tx.multi_head.KVCache` for its
+self-attention (one position longer after every step) and one for its cross-attention
+(the memory's keys and values, computed once).
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .layers import FeedForward, Residual
+from .multi_head import KVCache, MultiHeadAttention
+
+__all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
+
+
+class DecoderCache:
+    """One self-attention and one cross-attention :class:`KVCache` per decoder layer."""
+
+    def __init__(self, n_layers: int, max_len: int):
+        self.self_attn = [KVCache(max_len) for _ in range(n_layers)]
+        self.cross_attn = [KVCache(max_len, static=True) for _ in range(n_layers)]
+
+    @property
+    def length(self) -> int:
+        """How many target positions the cache has seen: the next token's position."""
+        return self.self_attn[0].length
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` in every layer's caches (used by beam search)."""
+        for cache in self.self_attn + self.cross_attn:
+            cache.reorder(index)
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, encoder-decoder attention, feed-forward; [B, T, D] -> [B, T, D].
+
+    The queries of the encoder-decoder attention come from the decoder; its keys and values
+    come from the encoder's output, the ``memory`` [B, S, D].
+    """
+
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+        norm_first: bool = False, attention_dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.residual1 = Residual(d_model, dropout, norm_first)
+        self.residual2 = Residual(d_model, dropout, norm_first)
+        self.residual3 = Residual(d_model, dropout, norm_first)
+
+    def forward(
+        self, x: Tensor, memory: Tensor, src_mask: Tensor | None = None, tgt_mask: Tensor | None = None,
+        self_cache: KVCache | None = None, cross_cache: KVCache | None = None,
+    ) -> Tensor:
+        """``tgt_mask`` keeps each position from seeing later ones; ``src_mask`` hides source padding."""
+        x = self.residual1(x, lambda y: self.self_attn(y, y, y, tgt_mask, cache=self_cache))
+        x = self.residual2(x, lambda y: self.cross_attn(y, memory, memory, src_mask, cache=cross_cache))
+        return self.residual3(x, self.feed_forward)
+
+
+class Decoder(nn.Module):
+    """N decoder layers, each attending to the same memory (the top encoder's output)."""
+
+    def __init__(
+        self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+        norm_first: bool = False, attention_dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, attention_dropout)
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(
+        self, x: Tensor, memory: Tensor, src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None, cache: DecoderCache | None = None,
+    ) -> Tensor:
+        """Run the stack over target vectors x [B, T, D]; returns [B, T, D]."""
+        for i, layer in enumerate(self.layers):
+            self_cache = cache.self_attn[i] if cache is not None else None
+            cross_cache = cache.cross_attn[i] if cache is not None else None
+            x = layer(x, memory, src_mask, tgt_mask, self_cache, cross_cache)
+        return self.norm(x)

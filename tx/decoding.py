@@ -1,0 +1,224 @@
+"""Turning a trained model into sentences: greedy decoding and beam search.
+
+Axes: B batch (source sentences), K beam size, L generated length, S source length,
+V target vocabulary size, D d_model.
+
+Both work with any model that offers ``encode(src)``, ``decode(memory, src, tgt, cache)``,
+``new_cache(max_len)`` and ``config.pad_id``, as :class:`tx.Transformer` does.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["greedy_decode", "beam_search", "Hypothesis"]
+
+
+@contextmanager
+def _evaluating(model: nn.Module) -> Iterator[None]:
+    """Eval mode and no gradients inside, the caller's mode restored after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def _check_lengths(model: nn.Module, max_len: int) -> None:
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1 (tokens to generate after <bos>), got {max_len}.")
+    if max_len > model.config.max_len:
+        raise ValueError(
+            f"max_len={max_len} tokens exceeds the model's max_len={model.config.max_len} positions; "
+            "ask for fewer tokens or build the model with a larger max_len."
+        )
+
+
+def greedy_decode(
+    model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool = True
+) -> Tensor:
+    """Pick the most probable token at every step. src [B, S] -> tokens [B, L] with L <= 1 + max_len.
+
+    Every row starts with ``bos_id``; ``max_len`` counts the tokens generated after it,
+    <eos> included. Rows that have finished are padded with the model's pad id, and the
+    loop stops once every row has. ``use_cache=False`` re-runs the decoder over the
+    whole prefix at each step: slower, same tokens.
+    """
+    _check_lengths(model, max_len)
+    pad_id = model.config.pad_id
+    with _evaluating(model):
+        memory = model.encode(src)  # [B, S, D]
+        B = src.size(0)
+        ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # [B, 1]
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        cache = model.new_cache(max_len) if use_cache else None
+        for _ in range(max_len):
+            new = ys[:, -1:] if use_cache else ys
+            logits = model.decode(memory, src, new, cache)[:, -1]  # [B, V]
+            token = logits.argmax(dim=-1).masked_fill(done, pad_id)  # [B]
+            ys = torch.cat([ys, token[:, None]], dim=1)  # [B, L+1]
+            done |= token == eos_id
+            if bool(done.all()):
+                break
+    return ys
+
+
+@dataclass
+class Hypothesis:
+    """A finished beam-search hypothesis: its tokens (starting with <bos>) and its score."""
+
+    tokens: Tensor
+    score: float
+    log_prob: float = field(default=0.0)
+
+
+def _normalise(log_prob: float, length: int, length_penalty: float) -> float:
+    """score = sum of token log-probs / length ** length_penalty (0 = no normalisation)."""
+    return log_prob / length**length_penalty
+
+
+def _best_possible(log_prob: float, length: int, max_len: int, length_penalty: float) -> float:
+    """An upper bound on the score any continuation of an unfinished hypothesis can reach.
+
+    Adding tokens only lowers the summed log-probability, so the best case divides the
+    current sum by the most favourable length still reachable.
+    """
+    best_len = max_len if length_penalty > 0 else length + 1
+    return _normalise(log_prob, best_len, length_penalty)
+
+
+def beam_search(
+    model: nn.Module,
+    src: Tensor,
+    beam_size: int,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    length_penalty: float = 0.0,
+    n_best: int = 1,
+    trace: list[list[dict[str, Any]]] | None = None,
+) -> list[list[tuple[Tensor, float]]]:
+    """Keep the ``beam_size`` most probable prefixes at every step, batched over sentences and beams.
+
+    src [B, S]. Returns, per source sentence, a list of ``n_best`` ``(tokens, score)``
+    pairs, best first; tokens is a 1-D LongTensor starting with ``bos_id``; score = sum of
+    token log-probs / len ** ``length_penalty``, len counting the generated tokens (<eos>
+    included). A hypothesis ends at <eos> or after ``max_len`` tokens. ``beam_size=1``
+    gives the same tokens as :func:`greedy_decode`. Pass a list as ``trace`` to receive,
+    for the first sentence, every step's kept and pruned candidates (for
+    :func:`tx.viz.beam_search_tree`).
+    """
+    _check_lengths(model, max_len)
+    if beam_size < 1 or not 1 <= n_best <= beam_size:
+        raise ValueError(f"need beam_size >= 1 and 1 <= n_best <= beam_size, got {beam_size} and {n_best}.")
+    B, K = src.size(0), beam_size
+    with _evaluating(model):
+        memory = model.encode(src).repeat_interleave(K, dim=0)  # [B*K, S, D]
+        src_k = src.repeat_interleave(K, dim=0)  # [B*K, S]
+        cache = model.new_cache(max_len)
+        tokens = torch.full((B * K, 1), bos_id, dtype=torch.long, device=src.device)  # [B*K, 1]
+        # Only beam 0 is alive at the start; the others would duplicate it.
+        scores = torch.full((B, K), float("-inf"), device=src.device)  # [B, K] summed log-probs
+        scores[:, 0] = 0.0
+        finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+        active = [True] * B
+        if trace is not None:
+            trace.append([{"parent": None, "token": bos_id, "score": 0.0, "finished": False}])
+        for step in range(1, max_len + 1):
+            logits = model.decode(memory, src_k, tokens[:, -1:], cache)[:, -1]  # [B*K, V]
+            log_probs = logits.float().log_softmax(dim=-1)
+            V = log_probs.size(-1)
+            candidates = scores[:, :, None] + log_probs.view(B, K, V)  # [B, K, V]
+            # 2K candidates leave K to continue even if up to K of them end with <eos>.
+            top, flat = candidates.view(B, K * V).topk(min(2 * K, K * V), dim=-1)  # [B, 2K]
+            parent, token = flat // V, flat % V  # [B, 2K]
+            keep_parent, keep_token, keep_score = _select(
+                tokens.view(B, K, -1), top, parent, token, finished, active, step, max_len,
+                eos_id, length_penalty, n_best, trace,
+            )
+            if not any(active):
+                break
+            scores = keep_score  # [B, K]
+            rows = (torch.arange(B, device=src.device)[:, None] * K + keep_parent).view(-1)  # [B*K]
+            cache.reorder(rows)
+            tokens = torch.cat([tokens[rows], keep_token.view(-1, 1)], dim=1)  # [B*K, step+1]
+    return [
+        [(h.tokens, h.score) for h in sorted(hyps, key=lambda h: -h.score)[:n_best]]
+        for hyps in finished
+    ]
+
+
+def _select(
+    prefixes: Tensor, top: Tensor, parent: Tensor, token: Tensor, finished: list[list[Hypothesis]],
+    active: list[bool], step: int, max_len: int, eos_id: int, length_penalty: float, n_best: int,
+    trace: list | None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """One step's bookkeeping: candidates that end go to ``finished``; the best K others continue.
+
+    prefixes [B, K, step]; top, parent, token [B, 2K], best first. Returns the kept beams'
+    parent index, new token and summed log-prob, each [B, K] (-inf marks an empty beam).
+    """
+    B, K = prefixes.shape[:2]
+    keep_parent = torch.zeros(B, K, dtype=torch.long)
+    keep_token = torch.zeros(B, K, dtype=torch.long)
+    keep_score = torch.full((B, K), float("-inf"))
+    for b, row in enumerate(zip(top.tolist(), parent.tolist(), token.tolist())):
+        if not active[b]:
+            continue
+        kept, ended, pruned = [], [], []
+        for rank, (lp, p, t) in enumerate(zip(*row)):
+            if lp == float("-inf"):
+                break
+            ends = t == eos_id or step == max_len
+            if ends and rank >= K:
+                # Only a top-K candidate may finish: otherwise a beam of one could stop on an
+                # <eos> that greedy decoding never picked, and beam_size=1 would not be greedy.
+                pruned.append((p, t, lp))
+            elif ends:
+                seq = torch.cat([prefixes[b, p].cpu(), torch.tensor([t])])
+                finished[b].append(Hypothesis(seq, _normalise(lp, step, length_penalty), lp))
+                ended.append((p, t, lp))
+            elif len(kept) < K:
+                kept.append((p, t, lp))
+            else:
+                pruned.append((p, t, lp))
+        for i, (p, t, lp) in enumerate(kept):
+            keep_parent[b, i], keep_token[b, i], keep_score[b, i] = p, t, lp
+        if trace is not None and b == 0:
+            trace.append(_trace_nodes(kept, ended, pruned))
+        active[b] = _still_searching(finished[b], keep_score[b], step, max_len, length_penalty, n_best)
+    return keep_parent.to(top.device), keep_token.to(top.device), keep_score.to(top.device)
+
+
+def _trace_nodes(kept: list, ended: list, pruned: list) -> list[dict[str, Any]]:
+    """One step of the trace: kept beams first (their index is the next step's ``parent``)."""
+
+    def node(p: int, t: int, lp: float, finished: bool = False, is_pruned: bool = False) -> dict[str, Any]:
+        return {"parent": p, "token": t, "score": lp, "finished": finished, "pruned": is_pruned}
+
+    return (
+        [node(*c) for c in kept]
+        + [node(*c, finished=True) for c in ended]
+        + [node(*c, is_pruned=True) for c in pruned]
+    )
+
+
+def _still_searching(
+    hyps: list[Hypothesis], alive: Tensor, step: int, max_len: int, length_penalty: float, n_best: int
+) -> bool:
+    """False once no live beam can still beat the n_best-th finished hypothesis."""
+    best_alive = float(alive.max())
+    if step >= max_len or best_alive == float("-inf"):
+        return False
+    if len(hyps) < n_best:
+        return True
+    nth_best = sorted((h.score for h in hyps), reverse=True)[n_best - 1]
+    return _best_possible(best_alive, step, max_len, length_penalty) > nth_best

@@ -1,0 +1,57 @@
+"""The encoder: a stack of identical layers, each self-attention then feed-forward.
+
+Axes: B batch, S source length, D d_model.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .layers import FeedForward, Residual
+from .multi_head import MultiHeadAttention
+
+__all__ = ["EncoderLayer", "Encoder"]
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention, then the feed-forward network, each inside a :class:`Residual`; [B, S, D] -> [B, S, D]."""
+
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+        norm_first: bool = False, attention_dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.residual1 = Residual(d_model, dropout, norm_first)
+        self.residual2 = Residual(d_model, dropout, norm_first)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Every position attends to every unmasked source position, then is transformed on its own."""
+        x = self.residual1(x, lambda y: self.self_attn(y, y, y, mask))
+        return self.residual2(x, self.feed_forward)
+
+
+class Encoder(nn.Module):
+    """N encoder layers, identical in shape but each with its own weights; [B, S, D] -> memory [B, S, D].
+
+    With pre-LN a final LayerNorm normalises the last layer's output, which would
+    otherwise be an un-normalised sum of residuals; post-LN layers already end in one.
+    """
+
+    def __init__(
+        self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+        norm_first: bool = False, attention_dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, attention_dropout)
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Run the stack: each layer's output is the next layer's input."""
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x)

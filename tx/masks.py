@@ -1,0 +1,51 @@
+"""Attention masks, and the one convention every part of tx uses.
+
+Axes: B batch, H heads, S source length, T target length, Tq query positions, Tk key positions.
+
+A mask is a bool tensor broadcastable to the attention scores [..., Tq, Tk], and
+**True means "may attend"**: the convention of
+:func:`torch.nn.functional.scaled_dot_product_attention`. A False entry becomes
+-inf before the softmax, so that position gets exactly zero weight.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["causal_mask", "padding_mask", "check_mask"]
+
+
+def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
+    """Bool [T, T], True on and below the diagonal: position t may see positions 0..t."""
+    if T < 1:
+        raise ValueError(f"causal_mask needs a length of at least 1, got T={T}.")
+    return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+
+
+def padding_mask(tokens: Tensor, pad_id: int = 0) -> Tensor:
+    """Bool [B, 1, 1, S] from token ids [B, S]: True where the key is a real token, not padding.
+
+    The two singleton axes broadcast over heads and query positions.
+    """
+    return (tokens != pad_id)[:, None, None, :]  # [B, 1, 1, S]
+
+
+def check_mask(mask: Tensor, scores_shape: torch.Size | tuple[int, ...]) -> None:
+    """Raise a clear error unless ``mask`` is a bool tensor broadcastable to ``scores_shape``."""
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        kind = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(
+            f"mask must be a bool tensor (True = may attend), got {kind}. "
+            "Build one with tx.causal_mask / tx.padding_mask, or convert with `mask.bool()`."
+        )
+    try:
+        shape = torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        shape = None
+    if shape != torch.Size(scores_shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
+            f"{tuple(scores_shape)} ([..., Tq, Tk]). Give it shape [Tq, Tk] or one that broadcasts, "
+            "such as [B, 1, 1, Tk] for padding."
+        )

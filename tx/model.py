@@ -1,0 +1,168 @@
+"""The whole encoder-decoder Transformer (Vaswani et al. 2017, figure 1).
+
+Axes: B batch, S source length, T target length, D d_model, V target vocabulary size,
+H heads.
+
+The model returns logits; losses, training and decoding live in their own modules and
+work with any model that offers ``encode``, ``decode`` and ``new_cache``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+from torch import Tensor, nn
+
+from .config import TransformerConfig
+from .decoder import Decoder, DecoderCache
+from .encoder import Encoder
+from .masks import causal_mask, padding_mask
+from .multi_head import MultiHeadAttention
+from .positional_encoding import Embedding
+
+__all__ = ["Transformer", "check_tokens"]
+
+
+def check_tokens(tokens: Tensor, vocab_size: int, max_len: int, name: str, start: int = 0) -> None:
+    """Raise a clear error unless ``tokens`` is a non-empty [B, L] integer tensor of valid ids."""
+    if not isinstance(tokens, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(tokens).__name__}.")
+    if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.is_complex():
+        raise TypeError(
+            f"{name} must hold integer token ids (torch.long), got {tokens.dtype}. "
+            "Encode words with a tx.data.Vocab, or convert with `.long()`."
+        )
+    if tokens.dim() != 2:
+        raise ValueError(f"{name} must have shape [batch, length], got {tuple(tokens.shape)}.")
+    if tokens.numel() == 0:
+        raise ValueError(
+            f"{name} is empty (shape {tuple(tokens.shape)}): give at least one sentence of at least one token."
+        )
+    if start + tokens.size(1) > max_len:
+        raise ValueError(
+            f"{name} reaches position {start + tokens.size(1)} but the model's max_len is {max_len}. "
+            "Shorten the sequence, or build the model with a larger max_len."
+        )
+    low, high = int(tokens.min()), int(tokens.max())
+    if low < 0 or high >= vocab_size:
+        bad = low if low < 0 else high
+        raise ValueError(
+            f"{name} holds token id {bad}, outside the vocabulary of {vocab_size} words "
+            f"(ids 0..{vocab_size - 1}). Encode with the vocabulary the model was built for."
+        )
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer: ``forward(src [B, S], tgt [B, T]) -> logits [B, T, V]``.
+
+    Padding masks come from ``pad_id`` and the causal mask from the target's length, so
+    callers pass token ids only. Post-LN (the paper's arrangement) by default;
+    ``norm_first=True`` gives pre-LN. ``share_embeddings=True`` ties the source embedding,
+    the target embedding and the final linear layer's weights (paper 3.4).
+    Build it from sizes, or from a :class:`TransformerConfig` with :meth:`from_config`.
+    """
+
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int = 512,
+        n_heads: int = 8,
+        n_layers: int = 6,
+        d_ff: int = 2048,
+        dropout: float = 0.1,
+        max_len: int = 256,
+        pad_id: int = 0,
+        share_embeddings: bool = False,
+        norm_first: bool = False,
+        attention_dropout: float = 0.0,
+    ):
+        super().__init__()
+        cfg = TransformerConfig(
+            src_vocab_size, tgt_vocab_size, d_model, n_heads, n_layers, d_ff, dropout,
+            max_len, pad_id, share_embeddings, norm_first, attention_dropout,
+        )
+        self.config = cfg
+        layer_args = (cfg.n_layers, d_model, n_heads, d_ff, dropout, norm_first, attention_dropout)
+        self.src_embed = Embedding(src_vocab_size, d_model, max_len, dropout)
+        self.tgt_embed = Embedding(tgt_vocab_size, d_model, max_len, dropout)
+        self.encoder = Encoder(*layer_args)
+        self.decoder = Decoder(*layer_args)
+        self.generator = nn.Linear(d_model, tgt_vocab_size)  # the final linear layer: D -> logits over V
+        self._init_weights()
+        if share_embeddings:
+            self.tgt_embed.token.weight = self.src_embed.token.weight
+            self.generator.weight = self.src_embed.token.weight
+
+    @classmethod
+    def from_config(cls, config: TransformerConfig) -> "Transformer":
+        """Build a model from a :class:`TransformerConfig` (for example ``TransformerConfig.small(...)``)."""
+        return cls(**dataclasses.asdict(config))
+
+    def _init_weights(self) -> None:
+        # Xavier keeps activations' variance steady through the linear layers; embeddings
+        # start at std D^-0.5 so that, once scaled by sqrt(D), they have unit variance.
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "embed" not in name:
+                nn.init.xavier_uniform_(p)
+        for emb in (self.src_embed.token, self.tgt_embed.token):
+            nn.init.normal_(emb.weight, std=self.config.d_model**-0.5)
+
+    def encode(self, src: Tensor) -> Tensor:
+        """Source ids [B, S] -> memory [B, S, D], the vectors every decoder layer attends to."""
+        cfg = self.config
+        check_tokens(src, cfg.src_vocab_size, cfg.max_len, "src")
+        return self.encoder(self.src_embed(src), padding_mask(src, cfg.pad_id))
+
+    def decode(self, memory: Tensor, src: Tensor, tgt: Tensor, cache: DecoderCache | None = None) -> Tensor:
+        """Target ids [B, T] and memory [B, S, D] -> logits [B, T, V].
+
+        Without a cache, ``tgt`` is the whole prefix and a causal mask keeps each position
+        from seeing later ones. With a cache (from :meth:`new_cache`), ``tgt`` holds only
+        the tokens the cache has not seen yet, usually one; earlier keys and values come
+        from the cache.
+        """
+        cfg = self.config
+        start = cache.length if cache is not None else 0
+        check_tokens(tgt, cfg.tgt_vocab_size, cfg.max_len, "tgt", start)
+        T = tgt.size(1)
+        # A new token may see every cached position, so only a multi-token step needs a mask.
+        tgt_mask = causal_mask(T, tgt.device) if cache is None or T > 1 else None
+        if cache is not None and T > 1 and start > 0:
+            tgt_mask = torch.ones(T, start + T, dtype=torch.bool, device=tgt.device).tril(start)
+        x = self.decoder(self.tgt_embed(tgt, start), memory, padding_mask(src, cfg.pad_id), tgt_mask, cache)
+        return self.generator(x)  # [B, T, V]
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Teacher forcing: logits [B, T, V] for every target position at once."""
+        return self.decode(self.encode(src), src, tgt)
+
+    def new_cache(self, max_len: int | None = None) -> DecoderCache:
+        """An empty key/value cache for incremental decoding of up to ``max_len`` target positions."""
+        return DecoderCache(self.config.n_layers, max_len or self.config.max_len)
+
+    def attention_layers(self) -> dict[str, MultiHeadAttention]:
+        """Every attention module by name, e.g. ``"encoder.layers.0.self_attn"``, ``"decoder.layers.1.cross_attn"``."""
+        return {name: m for name, m in self.named_modules() if isinstance(m, MultiHeadAttention)}
+
+    @contextmanager
+    def recording_attention(self) -> Iterator[dict[str, Tensor]]:
+        """Record every layer's attention weights [B, H, Tq, Tk] during the block.
+
+        ``with model.recording_attention() as maps: model(src, tgt)`` — afterwards ``maps``
+        holds the last weights of each layer, named as in :meth:`attention_layers`.
+        """
+        layers = self.attention_layers()
+        maps: dict[str, Tensor] = {}
+        for m in layers.values():
+            m.record, m.attention_weights = True, None
+        try:
+            yield maps
+        finally:
+            for name, m in layers.items():
+                m.record = False
+                if m.attention_weights is not None:
+                    maps[name] = m.attention_weights

@@ -1,0 +1,153 @@
+"""Multi-head attention, and the key/value cache that makes decoding incremental.
+
+Axes: B batch, H heads, Tq query positions, Tk key positions, D d_model, Dh = D / H head size.
+
+Each head projects the input into its own query, key and value subspace, attends there,
+and W^O mixes the heads' outputs back into one vector per position (paper section 3.2.2).
+The H projections of size Dh are stored as one [D, D] matrix and split by reshaping, which is
+the same arithmetic as H separate matrices and one matrix multiply instead of H.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import attention
+from .masks import check_mask
+
+__all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "KVCache"]
+
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """[B, T, D] -> [B, H, T, Dh]: give every head its own slice of the features."""
+    B, T, D = x.shape
+    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)  # [B, H, T, Dh]
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """[B, H, T, Dh] -> [B, T, H*Dh]: concatenate the heads' outputs position by position."""
+    B, H, T, Dh = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * Dh)  # [B, T, D]
+
+
+class KVCache:
+    """Keys and values of one attention layer, kept between decoding steps.
+
+    A growing cache (self-attention) writes each step's new keys/values into buffers
+    preallocated for ``max_len`` positions, so a step costs one projection of one token
+    instead of re-projecting the whole prefix. A static cache (cross-attention) is filled
+    once from the encoder's memory and reused at every step.
+    """
+
+    def __init__(self, max_len: int, static: bool = False):
+        self.max_len = max_len
+        self.static = static
+        self.k: Tensor | None = None  # [B, H, max_len, Dh] (growing) or [B, H, S, Dh] (static)
+        self.v: Tensor | None = None
+        self.length = 0
+
+    @property
+    def filled(self) -> bool:
+        """True once a static cache holds the memory's keys and values."""
+        return self.static and self.k is not None
+
+    def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store new keys/values [B, H, t, Dh]; return every key/value seen so far."""
+        if self.static:
+            self.k, self.v, self.length = k, v, k.size(2)
+            return k, v
+        if self.k is None:
+            B, H, _, Dh = k.shape
+            self.k = k.new_empty(B, H, self.max_len, Dh)
+            self.v = v.new_empty(B, H, self.max_len, v.size(-1))
+        end = self.length + k.size(2)
+        if end > self.max_len:
+            raise ValueError(
+                f"the key/value cache holds {self.max_len} positions and step would reach {end}; "
+                "make the cache with a larger max_len."
+            )
+        self.k[:, :, self.length : end] = k
+        self.v[:, :, self.length : end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]  # [B, H, end, Dh]
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (beam search follows each surviving hypothesis's parent)."""
+        if self.k is not None:
+            self.k = self.k.index_select(0, index)
+            self.v = self.v.index_select(0, index)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention (paper section 3.2.2): H heads of size D/H, then W^O.
+
+    ``forward(query [B, Tq, D], key [B, Tk, D], value [B, Tk, D], mask=None,
+    need_weights=False) -> [B, Tq, D]``. ``mask`` is bool, broadcastable to [B, H, Tq, Tk],
+    True = may attend. With ``need_weights=True`` (or ``record = True``) the explicit
+    softmax path runs and ``attention_weights`` keeps [B, H, Tq, Tk] for figures; otherwise
+    torch's fused ``scaled_dot_product_attention`` computes the same numbers faster.
+    ``dropout`` applies to the attention weights, in training only.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(
+                f"d_model={d_model} is not divisible by n_heads={n_heads}: every head gets "
+                f"d_model / n_heads features. Choose n_heads among the divisors of {d_model}."
+            )
+        self.d_model, self.n_heads, self.dropout = d_model, n_heads, dropout
+        self.w_q = nn.Linear(d_model, d_model)  # the H query projections W^Q_i, side by side
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)  # W^O: mixes the concatenated heads
+        self.record = False  # keep attention weights on every call (see Transformer.recording_attention)
+        self.attention_weights: Tensor | None = None
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """Attend from ``query`` to ``key``/``value``; returns [B, Tq, D]."""
+        H = self.n_heads
+        q, k, v = self._project(query, key, value, cache)
+        q = split_heads(q, H)  # [B, H, Tq, Dh]
+        if k is None:
+            k, v = cache.k, cache.v  # [B, H, Tk, Dh], from a filled static cache
+        else:
+            k, v = split_heads(k, H), split_heads(v, H)  # [B, H, Tk, Dh]
+            if cache is not None:
+                k, v = cache.update(k, v)
+        if mask is not None:
+            check_mask(mask, (q.size(0), H, q.size(2), k.size(2)))
+        p = self.dropout if self.training else 0.0
+        if need_weights or self.record:
+            z, weights = attention(q, k, v, mask, dropout_p=p)  # [B, H, Tq, Dh], [B, H, Tq, Tk]
+            self.attention_weights = weights.detach()
+        else:
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        return self.w_o(merge_heads(z))  # [B, Tq, D]
+
+    def _project(
+        self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """Q, K, V [B, T, D] from W^Q, W^K, W^V; K and V are None when a static cache holds them.
+
+        When inputs coincide (self-attention, or keys and values from the same memory) the
+        matrices are stacked so that one larger matrix multiply replaces two or three.
+        """
+        w, b = (self.w_q.weight, self.w_k.weight, self.w_v.weight), (self.w_q.bias, self.w_k.bias, self.w_v.bias)
+        if cache is not None and cache.filled:
+            return self.w_q(query), None, None  # cross-attention: memory projected once per sentence
+        if query is key and key is value:
+            return F.linear(query, torch.cat(w), torch.cat(b)).chunk(3, dim=-1)
+        k, v = F.linear(key, torch.cat(w[1:]), torch.cat(b[1:])).chunk(2, dim=-1) if key is value else (
+            self.w_k(key), self.w_v(value))
+        return self.w_q(query), k, v
