@@ -11,7 +11,7 @@ __all__ = ["TransformerConfig"]
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Every size and switch of a :class:`tx.Transformer`. Presets: :meth:`base`, :meth:`big`, :meth:`small`."""
+    """Every size and switch of a :class:`~tx.model.Transformer`. Presets: :meth:`base`, :meth:`big`, :meth:`small`."""
 
     src_vocab_size: int  # source words the embedding knows
     tgt_vocab_size: int  # target words: the width of the final linear layer's logits

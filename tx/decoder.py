@@ -18,7 +18,7 @@ __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
 
 
 class DecoderCache:
-    """One self-attention and one cross-attention :class:`KVCache` per decoder layer."""
+    """One self-attention and one cross-attention :class:`~tx.multi_head.KVCache` per decoder layer."""
 
     def __init__(self, n_layers: int, max_len: int):
         self.self_attn = [KVCache(max_len) for _ in range(n_layers)]

@@ -4,7 +4,7 @@ Axes: B batch (source sentences), K beam size, L generated length, S source leng
 V target vocabulary size, D d_model.
 
 Both work with any model that offers ``encode(src)``, ``decode(memory, src, tgt, cache)``,
-``new_cache(max_len)`` and ``config.pad_id``, as :class:`tx.Transformer` does.
+``new_cache(max_len)`` and ``config.pad_id``, as :class:`~tx.model.Transformer` does.
 """
 
 from __future__ import annotations

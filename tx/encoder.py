@@ -14,7 +14,7 @@ __all__ = ["EncoderLayer", "Encoder"]
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention, then the feed-forward network, each inside a :class:`Residual`; [B, S, D] -> [B, S, D]."""
+    """Self-attention, then the feed-forward network, each inside a :class:`~tx.layers.Residual`; [B, S, D] -> [B, S, D]."""
 
     def __init__(
         self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,

@@ -62,7 +62,7 @@ class Transformer(nn.Module):
     callers pass token ids only. Post-LN (the paper's arrangement) by default;
     ``norm_first=True`` gives pre-LN. ``share_embeddings=True`` ties the source embedding,
     the target embedding and the final linear layer's weights (paper 3.4).
-    Build it from sizes, or from a :class:`TransformerConfig` with :meth:`from_config`.
+    Build it from sizes, or from a :class:`~tx.config.TransformerConfig` with :meth:`from_config`.
     """
 
     def __init__(
@@ -99,7 +99,7 @@ class Transformer(nn.Module):
 
     @classmethod
     def from_config(cls, config: TransformerConfig) -> "Transformer":
-        """Build a model from a :class:`TransformerConfig` (for example ``TransformerConfig.small(...)``)."""
+        """Build a model from a :class:`~tx.config.TransformerConfig` (for example ``TransformerConfig.small(...)``)."""
         return cls(**dataclasses.asdict(config))
 
     def _init_weights(self) -> None:

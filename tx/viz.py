@@ -32,6 +32,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
 __all__ = [
+    "show_source",
     "attention_heatmap",
     "attention_grid",
     "positional_encoding_heatmap",
@@ -533,3 +534,12 @@ def stack_diagram(n_encoders: int = 6, n_decoders: int = 6, ax: Axes | None = No
     ax.axis("off")
     ax.set_title(f"{n_encoders} encoders, {n_decoders} decoders")
     return ax
+
+
+def show_source(obj: Any) -> Any:
+    """tx's own source code for ``obj`` as a highlighted block: a page shows the code the tests run."""
+    import inspect
+
+    from IPython.display import Code
+
+    return Code(inspect.getsource(obj), language="python")

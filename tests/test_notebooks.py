@@ -1,0 +1,68 @@
+"""Notebook hygiene: every chapter is committed clean and every exercise is complete."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from notebook_tools import CHAPTERS, ROOT, load, role, source, tags, toc_chapters
+
+NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
+ALLOWED_IMPORTS = {"tx", "torch", "numpy", "matplotlib", "ipywidgets", "IPython"} | set(sys.stdlib_module_names)
+EXERCISE_PARTS = ["exercise", "stub", "solution-start", "solution", "solution-end", "check"]
+
+
+def ids(paths):
+    return [p.name for p in paths]
+
+
+def test_every_chapter_is_in_the_toc_and_every_toc_chapter_exists():
+    listed = toc_chapters()
+    assert sorted(listed) == NOTEBOOKS, "chapters/ and _toc.yml disagree"
+    assert [p.name for p in listed] == sorted(p.name for p in listed), "_toc.yml must list chapters in numbered order"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+class TestChapter:
+    def test_committed_without_outputs(self, path):
+        for i, cell in enumerate(load(path)["cells"]):
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [], f"cell {i} has stored outputs: clear them before committing"
+                assert cell["execution_count"] is None, f"cell {i} has an execution count"
+
+    def test_kernel_is_python3(self, path):
+        assert load(path)["metadata"]["kernelspec"]["name"] == "python3"
+
+    def test_seeded_and_imports_only_the_books_packages(self, path):
+        code = "\n".join(source(c) for c in load(path)["cells"] if c["cell_type"] == "code")
+        assert "torch.manual_seed(" in code, "seed torch so the notebook gives the same numbers every run"
+        assert not re.search(r"^\s*[!%]\s*pip", code, re.M), "no pip install cells: requirements.txt installs everything"
+        for match in re.finditer(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", code, re.M):
+            assert match.group(1) in ALLOWED_IMPORTS, f"imports {match.group(1)}: chapters use tx, torch, numpy, matplotlib, ipywidgets"
+
+    def test_opens_with_goals_and_closes_with_summary_and_exercises(self, path):
+        cells = load(path)["cells"]
+        assert cells[0]["cell_type"] == "markdown" and source(cells[0]).lstrip().startswith("# ")
+        headings = [line for c in cells if c["cell_type"] == "markdown" for line in source(c).splitlines() if line.startswith("## ")]
+        assert any("summary" in h.lower() for h in headings), "needs a '## Summary' section"
+        assert headings[-1].lower().startswith("## exercises"), "the exercises close the chapter"
+
+    def test_exercises_are_complete_and_balanced(self, path):
+        roles = [r for r in (role(c) for c in load(path)["cells"]) if r]
+        n = roles.count("exercise")
+        assert 2 <= n <= 4, f"{n} exercises; each chapter has 2 to 4"
+        assert roles == EXERCISE_PARTS * n, (
+            "every exercise must be: exercise directive, stub cell (tag 'stub'), solution-start, "
+            f"solution cell (tag 'solution'), solution-end, check cell (tag 'check'); got {roles}"
+        )
+
+    def test_stubs_raise_and_checks_call_a_checker(self, path):
+        for cell in load(path)["cells"]:
+            if role(cell) == "stub":
+                assert "raise NotImplementedError" in source(cell)
+            if role(cell) == "check":
+                assert "tx.exercises." in source(cell), "a check cell calls a checker in tx.exercises"
+            if role(cell) == "solution-start":
+                assert ":class: dropdown" in source(cell), "solutions are collapsed on the website"
