@@ -241,7 +241,8 @@ def test_load_corpus_splits_are_disjoint_and_complete() -> None:
     corpus = load_corpus(seed=0, n_pairs=4000, valid_fraction=0.1, test_fraction=0.05)
     train, valid, test = ({fr for fr, _ in split} for split in (corpus.train, corpus.valid,
                                                                  corpus.test))
-    assert (len(corpus.valid), len(corpus.test), len(corpus.train)) == (400, 200, 3400)
+    assert (len(corpus.valid), len(corpus.test)) == (400, 200)
+    assert len(set(corpus.train)) == 3400
     assert not (train & valid or train & test or valid & test)
     assert {fr for fr, _ in RUNNING_EXAMPLES} <= train
     assert corpus.src_vocab == Vocab.build(fr for fr, _ in corpus.train)
@@ -252,10 +253,21 @@ def test_load_corpus_splits_are_disjoint_and_complete() -> None:
 
 def test_default_corpus_vocabularies_are_small_and_cover_the_test_split() -> None:
     corpus = load_corpus()
-    assert len(corpus.train) + len(corpus.valid) + len(corpus.test) == 12000
+    assert len(set(corpus.train)) + len(corpus.valid) + len(corpus.test) == 12000
     assert len(corpus.src_vocab) < 300 and len(corpus.tgt_vocab) < 300
     unknown = [w for fr, _ in corpus.test for w in tokenize(fr) if w not in corpus.src_vocab]
     assert len(unknown) <= 5
+
+
+def test_set_phrases_stay_in_train_and_are_repeated() -> None:
+    corpus = load_corpus(phrase_repeats=20)
+    held_out = {fr for fr, _ in corpus.valid + corpus.test}
+    assert "merci" not in held_out and "au revoir" not in held_out
+    assert corpus.train.count(("merci", "thanks")) == 20
+    assert corpus.train.count(("je suis étudiant", "i am a student")) == 1
+    assert load_corpus(phrase_repeats=1).train.count(("merci", "thanks")) == 1
+    with pytest.raises(ValueError, match="phrase_repeats"):
+        load_corpus(phrase_repeats=0)
 
 
 def test_load_corpus_rejects_bad_fractions() -> None:

@@ -364,3 +364,12 @@ def test_stack_diagram_boxes_and_memory_arrows():
     assert len(into_decoders) == 3
     with pytest.raises(ValueError, match="at least one encoder"):
         viz.stack_diagram(0, 6)
+
+
+def test_positional_encoding_heatmap_ticks_whole_positions():
+    from tx import positional_encoding
+
+    ax = viz.positional_encoding_heatmap(positional_encoding(7, 16))
+    ticks = [t for t in ax.get_yticks() if 0 <= t <= 6]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    plt.close("all")

@@ -569,11 +569,24 @@ class ParallelCorpus:
 
 
 def load_corpus(seed: int = 0, n_pairs: int = 12000, valid_fraction: float = 0.05,
-                test_fraction: float = 0.05) -> ParallelCorpus:
-    """The grammar's corpus split three ways (disjoint sources; running examples in train)."""
+                test_fraction: float = 0.05, phrase_repeats: int = 20) -> ParallelCorpus:
+    """The grammar's corpus split three ways (disjoint sources; running examples in train).
+
+    The set phrases ("merci" -> "thanks", "au revoir" -> "goodbye", ...) follow no rule the
+    other sentences teach, so a model can only memorise them, and among ten thousand
+    sentences each would be seen a handful of times in a minute of training. They are
+    therefore never held out, and the train split repeats each ``phrase_repeats`` times.
+    """
+    if phrase_repeats < 1:
+        raise ValueError(f"phrase_repeats must be at least 1, got {phrase_repeats}")
     pairs = generate_pairs(seed, n_pairs)
-    return split_corpus(pairs, seed, valid_fraction, test_fraction,
-                        keep_in_train={fr for fr, _ in RUNNING_EXAMPLES})
+    phrases = dict(_PHRASES)
+    corpus = split_corpus(pairs, seed, valid_fraction, test_fraction,
+                          keep_in_train={fr for fr, _ in RUNNING_EXAMPLES} | set(phrases))
+    extra = [p for p in corpus.train if p[0] in phrases] * (phrase_repeats - 1)
+    train = corpus.train + extra
+    return ParallelCorpus(train, corpus.valid, corpus.test, Vocab.build(fr for fr, _ in train),
+                          Vocab.build(en for _, en in train))
 
 
 def split_corpus(pairs: Sequence[Pair], seed: int = 0, valid_fraction: float = 0.05,

@@ -1,4 +1,4 @@
-"""Positional encoding: how the model learns where each word is.
+"""Positional encoding: how the model is told where each word is.
 
 Axes: B batch, T sequence length, D d_model, V vocabulary size.
 

@@ -214,6 +214,7 @@ def positional_encoding_heatmap(
     ax.figure.colorbar(im, ax=ax, label="value")
     ax.set_xlabel("embedding dimension")
     ax.set_ylabel("position")
+    ax.yaxis.set_major_locator(plt.MaxNLocator(integer=True))  # positions are whole numbers
     ax.set_title(title)
     return ax
 

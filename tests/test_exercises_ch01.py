@@ -1,0 +1,120 @@
+"""Chapter 1's checkers accept the reference answers and reject wrong ones with a useful hint."""
+
+from __future__ import annotations
+
+import pytest
+from torch import nn
+
+from tx.exercises import ch01
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+# ----------------------------------------------------------------- encoder layer parameters
+
+
+def params_right(d_model, d_ff):
+    return 4 * (d_model * d_model + d_model) + (2 * d_model * d_ff + d_ff + d_model) + 4 * d_model
+
+
+def test_params_accepts_the_formula(capsys):
+    ch01.check_encoder_layer_params(params_right)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda d, f: params_right(d, f) - 4 * d, "LayerNorms"),
+    (lambda d, f: params_right(d, f) - 5 * d - f, "biases"),
+    (lambda d, f: params_right(d, f) - d * d - d, "W\\^O"),
+    (lambda d, f: 2 * d * f, "tx.EncoderLayer has 172"),
+    (lambda d, f: "172", "whole number"),
+])
+def test_params_rejects_wrong_counts(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch01.check_encoder_layer_params(wrong)
+
+
+def test_params_stub_gets_a_hint():
+    with pytest.raises(AssertionError, match="NotImplementedError"):
+        ch01.check_encoder_layer_params(stub)
+
+
+# ----------------------------------------------------------------- the sub-layer that reads memory
+
+
+def test_memory_sublayer_accepts_cross_attn(capsys):
+    ch01.check_memory_sublayer(lambda: "cross_attn")
+    assert "cross_attn" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    ("self_attn", "target positions"),
+    ("feed_forward", "one position at a time"),
+    ("residual2", "residual connection"),
+    ("encoder_attn", "no sub-layer named"),
+    (1, "string"),
+])
+def test_memory_sublayer_rejects_the_others(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch01.check_memory_sublayer(lambda: wrong)
+
+
+def test_memory_sublayer_finds_the_reader_from_the_code():
+    from tx import DecoderLayer
+
+    assert ch01._reads_memory(DecoderLayer(8, 2, 16)) == {"cross_attn"}
+
+
+# ----------------------------------------------------------------- layers share no weights
+
+
+def share_none(layers):
+    seen = set()
+    for layer in layers:
+        own = {id(p) for p in layer.parameters()}
+        if own & seen:
+            return False
+        seen |= own
+    return True
+
+
+def test_sharing_accepts_identity_comparison(capsys):
+    ch01.check_layers_share_no_weights(share_none)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+def by_value(layers):
+    first = [p for p in layers[0].parameters()]
+    return not any(all(bool((p == q).all()) for p, q in zip(first, layer.parameters())) for layer in layers[1:])
+
+
+def dedup_count(layers):
+    # stack.parameters() lists a shared tensor once, so [layer, layer] looks like one layer
+    return len(list(layers.parameters())) == len(list(layers[0].parameters()))
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda layers: True, "same layer appears twice"),
+    (lambda layers: False, "built on its own"),
+    (dedup_count, "built on its own"),
+    (by_value, "by identity"),
+    (lambda layers: "yes", "True or False"),
+])
+def test_sharing_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch01.check_layers_share_no_weights(wrong)
+
+
+def test_sharing_catches_a_single_tied_tensor():
+    def whole_layers_only(layers):
+        return len({id(layer) for layer in layers}) == len(layers)
+
+    with pytest.raises(AssertionError, match="one weight matrix is shared"):
+        ch01.check_layers_share_no_weights(whole_layers_only)
+
+
+def test_sharing_stub_gets_a_hint():
+    with pytest.raises(AssertionError, match="NotImplementedError"):
+        ch01.check_layers_share_no_weights(stub)

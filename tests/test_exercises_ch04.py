@@ -1,0 +1,152 @@
+"""Chapter 4's checkers accept the reference answers and reject wrong ones with a useful hint."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from tx.exercises import ch04
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+# ----------------------------------------------------------------- shape of Q K^T
+
+
+def shape_right(q_shape, k_shape):
+    return (*q_shape[:-1], k_shape[-2])
+
+
+def test_shape_accepts_the_right_shape(capsys):
+    ch04.check_scores_shape(shape_right)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+def test_shape_accepts_a_torch_size(capsys):
+    ch04.check_scores_shape(lambda q, k: torch.Size(shape_right(q, k)))
+    assert "Correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda q, k: (*q[:-1], q[-1]), "disappears"),  # [..., Tq, Dk]: d_k kept
+    (lambda q, k: (*q[:-2], k[-2], q[-2]), "Rows are queries"),
+    (lambda q, k: (q[-2], k[-2]), "leading axes"),
+    (lambda q, k: "Tq x Tk", "tuple of integers"),
+])
+def test_shape_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch04.check_scores_shape(wrong)
+
+
+def test_shape_stub_gets_a_hint():
+    with pytest.raises(AssertionError, match="NotImplementedError"):
+        ch04.check_scores_shape(stub)
+
+
+# ----------------------------------------------------------------- variance of a dot product
+
+
+def variance_right(d_k, n_samples, scaled):
+    q, k = torch.randn(n_samples, d_k), torch.randn(n_samples, d_k)
+    dots = (q * k).sum(dim=-1)
+    if scaled:
+        dots = dots / math.sqrt(d_k)
+    return dots.var().item()
+
+
+def test_variance_accepts_the_estimate(capsys):
+    ch04.check_dot_product_variance(variance_right)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+def test_variance_accepts_a_tensor(capsys):
+    ch04.check_dot_product_variance(lambda d, n, s: torch.tensor(variance_right(d, n, s)))
+    assert "Correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda d, n, s: variance_right(d, n, s) ** 0.5, "standard deviation"),
+    (lambda d, n, s: (torch.randn(n, d) * torch.randn(n, d)).var().item(), "Sum over the last axis"),
+    (lambda d, n, s: variance_right(d, n, False), "divide each dot product"),
+    (lambda d, n, s: variance_right(d, n, False) / (d * d if s else 1), "not by d_k"),
+    (lambda d, n, s: 4 * variance_right(d, n, s), "variance for d_k"),  # randn * 2: variance 4 per entry
+    (lambda d, n, s: [variance_right(d, n, s)], "return one number"),
+])
+def test_variance_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch04.check_dot_product_variance(wrong)
+
+
+def test_variance_stub_gets_a_hint():
+    with pytest.raises(AssertionError, match="NotImplementedError"):
+        ch04.check_dot_product_variance(stub)
+
+
+def test_variance_checker_leaves_the_global_random_stream_alone():
+    before = torch.get_rng_state()
+    ch04.check_dot_product_variance(variance_right)
+    assert torch.equal(before, torch.get_rng_state())
+
+
+# ----------------------------------------------------------------- attention in matrix form
+
+
+def attention_right(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+def test_attention_accepts_the_formula(capsys):
+    ch04.check_attention_matrix(attention_right)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+def _no_mask(q, k, v, mask=None):
+    return attention_right(q, k, v)
+
+
+def _inverted_mask(q, k, v, mask=None):
+    return attention_right(q, k, v, None if mask is None else ~mask)
+
+
+def _mask_after_softmax(q, k, v, mask=None):
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+    if mask is not None:
+        weights = weights * mask
+    return weights @ v, weights
+
+
+def _softmax_over_queries(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-2)
+    return weights @ v, weights
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (_no_mask, "not 0 where the mask is False"),
+    (_inverted_mask, "True means may attend"),
+    (_mask_after_softmax, "sums to"),
+    (_softmax_over_queries, "over the last axis"),
+    (lambda q, k, v, mask=None: attention_right(q, k, v, mask)[0], "return two tensors"),
+    (lambda q, k, v, mask=None: attention_right(q, k, v, mask)[::-1], "first tensor is the weights"),
+    (lambda q, k, v, mask=None: attention_right(q * math.sqrt(q.shape[-1]), k, v, mask), "weight matrix .* differs"),
+    (lambda q, k, v, mask=None: attention_right(q * math.sqrt(q.shape[-1] / v.shape[-1]), k, v, mask),
+     "weight matrix .* differs"),  # scaled by sqrt(d_v)
+])
+def test_attention_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch04.check_attention_matrix(wrong)
+
+
+def test_attention_stub_gets_a_hint():
+    with pytest.raises(AssertionError, match="NotImplementedError"):
+        ch04.check_attention_matrix(stub)

@@ -1,0 +1,78 @@
+"""Chapter 5's checkers accept tx's answers and reject wrong ones with a hint."""
+
+import pytest
+import torch
+
+import tx
+from tx.exercises import ch05
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+def test_split_heads_accepts_tx(capsys):
+    ch05.check_split_heads(tx.split_heads)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+def test_split_heads_rejects_a_plain_reshape_with_a_hint():
+    def reshape_only(x, n_heads):
+        B, T, D = x.shape
+        return x.reshape(B, n_heads, T, D // n_heads)
+
+    with pytest.raises(AssertionError, match="positions are mixed up"):
+        ch05.check_split_heads(reshape_only)
+
+
+def test_split_heads_rejects_the_wrong_shape():
+    with pytest.raises(AssertionError, match=r"has shape \(2, 3, 2, 4\); expected \(2, 2, 3, 4\)"):
+        ch05.check_split_heads(lambda x, h: x.view(x.size(0), x.size(1), h, -1))
+
+
+def test_split_heads_stub_gets_a_hint():
+    with pytest.raises(AssertionError, match="NotImplementedError"):
+        ch05.check_split_heads(stub)
+
+
+def test_combine_heads_accepts_merge_then_w_o(capsys):
+    ch05.check_combine_heads(lambda z, w_o: w_o(tx.merge_heads(z)))
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+def test_combine_heads_rejects_a_missing_w_o():
+    with pytest.raises(AssertionError, match="did not apply W\\^O"):
+        ch05.check_combine_heads(lambda z, w_o: tx.merge_heads(z))
+
+
+def test_combine_heads_rejects_a_reshape_without_transpose():
+    def no_transpose(z, w_o):
+        B, H, T, Dh = z.shape
+        return w_o(z.reshape(B, T, H * Dh))
+
+    with pytest.raises(AssertionError, match="transpose"):
+        ch05.check_combine_heads(no_transpose)
+
+
+def test_combine_heads_leaves_the_global_random_stream_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    ch05.check_combine_heads(lambda z, w_o: w_o(tx.merge_heads(z)))
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_count_parameters_accepts_the_formula(capsys):
+    ch05.check_count_parameters(lambda d, h: 4 * (d * d + d))
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda d, h: 4 * d * d, "bias"),
+    (lambda d, h: 3 * (d * d + d), "W\\^O"),
+    (lambda d, h: 4 * (d * (d // h) + d), "does not depend on n_heads"),  # one head's matrices only
+    (lambda d, h: "many", "should return an int"),
+])
+def test_count_parameters_rejects_wrong_counts(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch05.check_count_parameters(wrong)

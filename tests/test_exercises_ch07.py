@@ -1,0 +1,108 @@
+"""Chapter 7's checkers accept the reference answers and reject the usual mistakes with a hint."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tx
+from tx.exercises import ch07
+
+
+def layer_norm(x, gain, bias, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * gain + bias
+
+
+def post_ln_step(x, sublayer, norm):
+    return norm(x + sublayer(x))
+
+
+def pre_ln_stack(x, sublayers, norms, final_norm):
+    for sublayer, norm in zip(sublayers, norms):
+        x = x + sublayer(norm(x))
+    return final_norm(x)
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+def test_reference_answers_pass(capsys):
+    ch07.check_layer_norm(layer_norm)
+    ch07.check_post_ln_step(post_ln_step)
+    ch07.check_pre_ln_stack(pre_ln_stack)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and all(line.startswith("Correct:") for line in lines)
+
+
+@pytest.mark.parametrize("checker", [ch07.check_layer_norm, ch07.check_post_ln_step, ch07.check_pre_ln_stack])
+def test_a_stub_gets_a_hint(checker):
+    with pytest.raises(AssertionError, match="NotImplementedError"):
+        checker(stub)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, g, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], eps=eps), "ignores gain and bias"),
+    (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * g + b, "D - 1"),
+    (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=False, keepdim=True) + eps) * g + b, "eps"),
+    (lambda x, g, b, eps=1e-5: (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, unbiased=False, keepdim=True) + eps) * g + b, "differs"),
+    (lambda x, g, b, eps=1e-5: x.mean(-1), "shape"),
+])
+def test_layer_norm_checker_rejects(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch07.check_layer_norm(wrong)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda x, f, norm: x + f(norm(x)), "pre-LN"),
+    (lambda x, f, norm: x + f(x), "differs"),
+    (lambda x, f, norm: norm(f(x)), "differs"),
+    (lambda x, f, norm: F.layer_norm(x + f(x), x.shape[-1:]), "differs"),
+])
+def test_post_ln_checker_rejects(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch07.check_post_ln_step(wrong)
+
+
+def no_final_norm(x, sublayers, norms, final_norm):
+    for sublayer, norm in zip(sublayers, norms):
+        x = x + sublayer(norm(x))
+    return x
+
+
+def post_ln_stack(x, sublayers, norms, final_norm):
+    for sublayer, norm in zip(sublayers, norms):
+        x = norm(x + sublayer(x))
+    return final_norm(x)
+
+
+def one_norm_for_all(x, sublayers, norms, final_norm):
+    for sublayer in sublayers:
+        x = x + sublayer(norms[0](x))
+    return final_norm(x)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (no_final_norm, "final_norm is missing"), (post_ln_stack, "differs"), (one_norm_for_all, "differs"),
+])
+def test_pre_ln_stack_checker_rejects(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch07.check_pre_ln_stack(wrong)
+
+
+def test_checkers_leave_the_random_stream_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    ch07.check_post_ln_step(post_ln_step)
+    ch07.check_pre_ln_stack(pre_ln_stack)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_reference_post_ln_step_is_tx_residual():
+    # The chapter's claim, checked once more outside the checker: post-LN is tx.Residual's default.
+    r, f, x = tx.Residual(4, dropout=0.0), tx.FeedForward(4, 8), torch.randn(2, 3, 4)
+    torch.testing.assert_close(post_ln_step(x, f, r.norm), r(x, f))

@@ -1,0 +1,108 @@
+"""Checkers for chapter 2, Bringing the tensors into the picture: embeddings and the feed-forward network.
+
+Axes: B batch, T sequence length, D d_model, F d_ff, V vocabulary size.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from . import assert_tensor, call, passed
+from .. import data
+from ..layers import FeedForward
+from ..positional_encoding import Embedding
+
+__all__ = ["check_position_wise_ffn", "check_embedded_shape", "check_embed_tokens"]
+
+
+def check_position_wise_ffn(fn: Callable[..., Any]) -> None:
+    """``fn(x, w1, b1, w2, b2)`` must equal :class:`~tx.layers.FeedForward` with the same weights."""
+    gen = torch.Generator().manual_seed(0)
+    for shape, d_ff in (((1, 3, 4), 6), ((2, 5, 8), 16)):
+        d_model = shape[-1]
+        ffn = FeedForward(d_model, d_ff)
+        with torch.no_grad():
+            for p in ffn.parameters():
+                p.copy_(torch.randn(p.shape, generator=gen))
+        x = torch.randn(shape, generator=gen)  # [B, T, D]
+        w1, b1 = ffn.linear1.weight.T.clone(), ffn.linear1.bias.clone()  # [D, F], [F]
+        w2, b2 = ffn.linear2.weight.T.clone(), ffn.linear2.bias.clone()  # [F, D], [D]
+        with torch.no_grad():
+            expected = ffn(x)  # [B, T, D]
+            no_relu = ffn.linear2(ffn.linear1(x))
+        got = call(fn, x, w1, b1, w2, b2)
+        if isinstance(got, Tensor) and got.shape == expected.shape and torch.allclose(got, no_relu, atol=1e-4):
+            raise AssertionError(
+                "your output is x W1 + b1 passed straight into W2: apply the ReLU, max(0, .), in between."
+            )
+        assert_tensor(got, expected, f"your feed-forward output for x of shape {tuple(shape)} (d_ff={d_ff})", atol=1e-4)
+    passed("max(0, x W1 + b1) W2 + b2 matches tx.FeedForward at every position.")
+
+
+def check_embedded_shape(fn: Callable[[list[str], int], Any]) -> None:
+    """``fn(sentences, d_model)`` must give the shape of the embedded, padded source batch."""
+    batches = (
+        (["je suis étudiant"], 128),
+        (["merci", "le chat noir mange une pomme", "je suis étudiant"], 128),
+        (["l'ami n'est pas fatigué.", "elle lit le journal"], 512),
+    )
+    for sentences, d_model in batches:
+        vocab = data.Vocab.build(sentences)
+        src = data.pad([vocab.encode(s, add_bos=False) for s in sentences], vocab.pad_id)  # [B, S]
+        embed = Embedding(len(vocab), d_model, max_len=64, dropout=0.0)
+        expected = tuple(embed(src).shape)  # (B, S, D)
+        got = call(fn, list(sentences), d_model)
+        try:
+            got = tuple(int(n) for n in got)
+        except (TypeError, ValueError):
+            raise AssertionError(f"return a tuple of three integers, got {got!r}.") from None
+        if got == expected:
+            continue
+        hint = ""
+        if len(got) == 3 and got[0] == expected[0] and got[2] == expected[2]:
+            lengths = [len(data.tokenize(s)) for s in sentences]
+            if got[1] == max(lengths):
+                hint = " The source ends with <eos>: a sentence of n tokens is n + 1 ids."
+            elif got[1] == max(len(s.split()) for s in sentences) + 1:
+                hint = (" Count tokens with tx.data.tokenize, not words with str.split: "
+                        "\"l'ami\" is two tokens, and \".\" is one.")
+            elif got[1] != max(lengths) + 1:
+                hint = " The batch is padded to its longest sentence."
+        raise AssertionError(f"for {sentences} with d_model={d_model} you gave {got}; expected {expected}.{hint}")
+    passed("[batch, longest sentence + <eos>, d_model]: one d_model vector per token of every sentence.")
+
+
+@functools.lru_cache(maxsize=1)
+def _book_embedding() -> tuple[Embedding, Any]:
+    """The trained model's source embedding and vocabulary (loaded once)."""
+    from .. import checkpoint
+
+    ck = checkpoint.load()
+    return ck.model.src_embed, ck.src_vocab
+
+
+def check_embed_tokens(fn: Callable[[Tensor, Tensor], Any]) -> None:
+    """``fn(ids [B, T], table [V, D])`` must give the scaled embeddings the book's model uses, [B, T, D]."""
+    embed, vocab = _book_embedding()
+    sentences = ["je suis étudiant", "le chat noir", "nous aimons les pommes rouges"]
+    ids = data.pad([vocab.encode(s, add_bos=False) for s in sentences], vocab.pad_id)  # [B, T]
+    table = embed.token.weight.detach().clone()  # [V, D]
+    D = table.size(1)
+    with torch.no_grad():
+        expected = embed.token(ids) * math.sqrt(D)  # [B, T, D]
+        with_pe = embed.eval()(ids)  # + positional encoding
+    got = call(fn, ids, table)
+    if isinstance(got, Tensor) and got.shape == expected.shape:
+        if torch.allclose(got, expected / math.sqrt(D), atol=1e-5):
+            raise AssertionError(
+                f"these are the rows of the table unscaled: multiply them by sqrt(d_model) = sqrt({D}) = {math.sqrt(D):.3f}."
+            )
+        if torch.allclose(got, with_pe, atol=1e-4):
+            raise AssertionError("you added the positional encoding too; return the scaled word vectors alone.")
+    assert_tensor(got, expected, "your embeddings", atol=1e-5)
+    passed(f"table[ids] * sqrt({D}) is what model.src_embed computes before it adds the positions.")

@@ -1,0 +1,122 @@
+"""Checkers for chapter 3, Self-attention as vectors: the six steps, one word at a time.
+
+Axes: n words, Dk query/key size, Dv value size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from . import assert_number, assert_tensor, call, passed
+from ..attention import attention
+
+__all__ = ["check_scaled_score", "check_softmax", "check_attend_one_word"]
+
+# The chapter's "Thinking Machines": q_Thinking, and the keys and values of both words.
+_Q_THINKING = torch.tensor([2.0, 0.0, 2.0])
+_K_TM = torch.tensor([[2.0, 2.0, 0.0], [1.0, -1.0, 0.0]])  # [n, Dk]
+_V_TM = torch.tensor([[2.0, 0.0, 2.0], [-1.0, -2.0, 1.0]])  # [n, Dv]
+
+
+def _number(got: Any) -> float | None:
+    """``got`` as a float when it is one number (int, float or one-element tensor), else None."""
+    if isinstance(got, Tensor) and got.numel() == 1:
+        return float(got.item())
+    if isinstance(got, (int, float)) and not isinstance(got, bool):
+        return float(got)
+    return None
+
+
+def check_scaled_score(fn: Callable[[Tensor, Tensor], Any]) -> None:
+    """``fn(q [Dk], k [Dk])`` must return the scaled score q . k / sqrt(Dk) (steps 2 and 3)."""
+    gen = torch.Generator().manual_seed(3)
+    cases = [(_Q_THINKING, _K_TM[1])]  # the chapter's q_1 . k_2 / sqrt(3)
+    cases += [(torch.randn(d_k, generator=gen), torch.randn(d_k, generator=gen)) for d_k in (4, 16, 64)]
+    for q, k in cases:
+        d_k = q.numel()
+        dot = float(q @ k)
+        # tx.attention scores one query against keys [k, 0]: the second score is 0, so the log of
+        # the ratio of the two weights is the scaled score itself.
+        weights = attention(q[None], torch.stack([k, torch.zeros_like(k)]), torch.zeros(2, 1))[1][0]
+        expected = float(weights[0].log() - weights[1].log())
+        got = call(fn, q.clone(), k.clone())
+        value = _number(got)
+        if value is None:
+            shape = tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__
+            raise AssertionError(
+                f"return one number for q and k of size {d_k}, got {shape}: add up the products q[m] * k[m]."
+            )
+        if d_k > 1 and math.isclose(value, dot, rel_tol=1e-4, abs_tol=1e-4) and not math.isclose(dot, expected, abs_tol=1e-4):
+            raise AssertionError(f"you returned q . k = {dot:.4g}; step 3 divides it by sqrt(d_k) = sqrt({d_k}).")
+        if math.isclose(value, dot / d_k, rel_tol=1e-4, abs_tol=1e-4) and not math.isclose(dot / d_k, expected, abs_tol=1e-4):
+            raise AssertionError(f"you divided by d_k = {d_k}; divide by its square root, sqrt({d_k}) = {math.sqrt(d_k):.4g}.")
+        assert_number(value, expected, f"your scaled score for q and k of size {d_k}", tol=1e-3)
+    passed("q . k / sqrt(d_k); for Thinking and Machines, 2 / sqrt(3) = 1.155.")
+
+
+def check_softmax(fn: Callable[[Tensor], Any]) -> None:
+    """``fn(scores [n])`` must return softmax weights [n]: positive, summing to 1, as tx.attention's."""
+    gen = torch.Generator().manual_seed(4)
+    cases = [
+        torch.tensor([4.0, 2.0]) / math.sqrt(3),  # the chapter's scaled scores for Thinking
+        torch.tensor([1.0, 2.0, 3.0]),
+        torch.randn(7, generator=gen) * 3,
+        torch.tensor([1000.0, 999.0, 998.0]),  # exp(1000) overflows to inf in float32
+        torch.tensor([-1000.0, -1001.0]),  # exp(-1000) underflows to 0: 0 / 0
+    ]
+    for scores in cases:
+        n = scores.numel()
+        # With one query [1] and keys `scores` [n, 1], d_k = 1: tx.attention's weights are softmax(scores).
+        expected = attention(torch.ones(1, 1), scores[:, None], torch.zeros(n, 1))[1][0]  # [n]
+        got = call(fn, scores.clone())
+        what = f"your softmax of {[round(s, 3) for s in scores.tolist()]}"
+        if isinstance(got, Tensor) and got.shape == expected.shape and not torch.isfinite(got).all():
+            raise AssertionError(
+                f"{what} holds inf or nan: exp overflows (or every exp underflows to 0) for scores this "
+                "large. Softmax is unchanged when you subtract the same number from every score: "
+                "subtract the largest score first."
+            )
+        if isinstance(got, Tensor) and got.shape == expected.shape and not math.isclose(float(got.sum()), 1.0, abs_tol=1e-4):
+            raise AssertionError(
+                f"{what} sums to {float(got.sum()):.4g}, not 1: divide every exp by the sum of all of them."
+            )
+        assert_tensor(got, expected, what)
+    passed("exp(s_j) / sum_l exp(s_l), safe for large scores too.")
+
+
+def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
+    """``fn(q_i [Dk], K [n, Dk], V [n, Dv])`` must return z_i [Dv], row i of tx.attention's output."""
+    gen = torch.Generator().manual_seed(5)
+    cases = [(_Q_THINKING[None], _K_TM, _V_TM)]
+    # Dv differs from Dk, so scaling by the wrong size shows.
+    cases.append((torch.randn(5, 4, generator=gen), torch.randn(5, 4, generator=gen), torch.randn(5, 6, generator=gen)))
+    for Q, K, V in cases:
+        n, d_k = K.shape
+        out, weights = attention(Q, K, V)  # [Tq, Dv], [Tq, n]
+        for i in range(Q.shape[0]):
+            got = call(fn, Q[i].clone(), K.clone(), V.clone())
+            what = f"your z_{i + 1} for n={n} words, d_k={d_k}, d_v={V.shape[1]}"
+            if isinstance(got, Tensor) and got.shape == V.shape:
+                raise AssertionError(
+                    f"{what} has shape {tuple(got.shape)}, one row per word: that is step 5. Step 6 adds "
+                    f"the weighted values up into one vector of size d_v = {V.shape[1]}."
+                )
+            if isinstance(got, Tensor) and got.shape == (V.shape[1],):
+                unscaled = (Q[i] @ K.T).softmax(0) @ V
+                by_dv = (Q[i] @ K.T / math.sqrt(V.shape[1])).softmax(0) @ V
+                unweighted = V.sum(0)
+                if torch.allclose(got, unscaled, atol=1e-5) and not torch.allclose(unscaled, out[i], atol=1e-5):
+                    raise AssertionError(f"{what} skips step 3: divide the scores by sqrt(d_k) = sqrt({d_k}).")
+                if torch.allclose(got, by_dv, atol=1e-5) and not torch.allclose(by_dv, out[i], atol=1e-5):
+                    raise AssertionError(
+                        f"{what} divides by the square root of the value size; step 3 uses d_k = {d_k}, "
+                        "the size of the queries and keys."
+                    )
+                if torch.allclose(got, unweighted, atol=1e-5):
+                    raise AssertionError(f"{what} adds the values without weighting them: multiply v_j by weight j (step 5).")
+            assert_tensor(got, out[i], what)
+    passed("z_i = sum_j softmax_j(q_i . k_j / sqrt(d_k)) v_j, row i of tx.attention.")

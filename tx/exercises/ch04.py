@@ -1,0 +1,136 @@
+"""Checkers for chapter 4, Self-attention as matrices: shapes, the sqrt(d_k) scaling, masks.
+
+Axes: Tq query positions, Tk key positions, Dk query/key size, Dv value size; ``...`` any
+leading axes (batch, heads).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from . import assert_number, assert_tensor, call, passed
+from ..attention import attention
+from ..masks import causal_mask, padding_mask
+
+__all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention_matrix"]
+
+
+def check_scores_shape(fn: Callable[[tuple[int, ...], tuple[int, ...]], Any]) -> None:
+    """``fn(q_shape, k_shape)`` must give the shape of Q K^T for Q [..., Tq, Dk] and K [..., Tk, Dk]."""
+    cases = [((3, 3), (3, 3)), ((2, 5), (7, 5)), ((10, 64), (12, 64)), ((4, 8, 10, 64), (4, 8, 12, 64))]
+    for q_shape, k_shape in cases:
+        # The meta device computes shapes without allocating memory.
+        q, k = torch.empty(q_shape, device="meta"), torch.empty(k_shape, device="meta")
+        expected = tuple((q @ k.transpose(-2, -1)).shape)
+        got = call(fn, q_shape, k_shape)
+        try:
+            got = tuple(int(n) for n in got)
+        except (TypeError, ValueError):
+            raise AssertionError(f"return the shape as a tuple of integers, got {got!r}.") from None
+        if got == expected:
+            continue
+        hint = ""
+        if q_shape[-1] in got[-2:] and q_shape[-1] not in expected[-2:]:
+            hint = " The d_k axis is the one the product sums over, so it disappears; rows are queries, columns keys."
+        elif got[-2:] == expected[-2:][::-1]:
+            hint = " Rows are queries (Tq), columns are keys (Tk)."
+        elif got[-2:] == expected[-2:]:
+            hint = " The leading axes (batch, heads) pass through unchanged."
+        raise AssertionError(f"for Q of shape {q_shape} and K of shape {k_shape} you gave {got}; expected {expected}.{hint}")
+    passed("Q K^T has shape [..., Tq, Tk]: one score per (query, key) pair, d_k summed away.")
+
+
+def check_dot_product_variance(fn: Callable[[int, int, bool], Any]) -> None:
+    """``fn(d_k, n_samples, scaled)`` must estimate Var(q . k) (about d_k), or Var(q . k / sqrt(d_k)) (about 1)."""
+    for d_k in (4, 16, 64):
+        for scaled in (False, True):
+            expected = 1.0 if scaled else float(d_k)
+            # Seeded inside fork_rng: the same samples every run, and the notebook's own
+            # random stream is left where it was.
+            with torch.random.fork_rng():
+                torch.manual_seed(d_k)
+                got = call(fn, d_k, 20_000, scaled)
+            if isinstance(got, Tensor) and got.numel() == 1:
+                got = got.item()
+            if not isinstance(got, (int, float)) or isinstance(got, bool):
+                raise AssertionError(f"return one number, the variance, got {type(got).__name__}.")
+            what = f"your variance for d_k={d_k}, scaled={scaled}"
+            if abs(got - expected) <= 0.1 * expected:
+                continue
+            if abs(got - math.sqrt(expected)) <= 0.1 * math.sqrt(expected) and d_k > 1 and not scaled:
+                raise AssertionError(f"{what} is {got:.3g}, close to sqrt({d_k}): that is the standard deviation; return the variance.")
+            if not scaled and abs(got - 1.0) <= 0.1:
+                raise AssertionError(
+                    f"{what} is {got:.3g}, about 1: a dot product adds up d_k products q[m] * k[m]. "
+                    "Sum over the last axis before taking the variance (and divide by sqrt(d_k) only when scaled=True)."
+                )
+            if scaled and abs(got - d_k) <= 0.1 * d_k:
+                raise AssertionError(f"{what} is {got:.3g}, about d_k: with scaled=True divide each dot product by sqrt(d_k).")
+            if scaled and abs(got - 1 / d_k) <= 0.1 / d_k:
+                raise AssertionError(f"{what} is {got:.3g}, about 1/d_k: divide by sqrt(d_k), not by d_k.")
+            assert_number(got, expected, f"{what} (draw q and k with torch.randn: mean 0, variance 1)", tol=0.1 * expected)
+    passed("Var(q . k) grows like d_k; dividing by sqrt(d_k) brings it back to 1.")
+
+
+def _call_attention(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Call the learner's function and unpack ``(output, weights)``, or explain what came back."""
+    args = (q.clone(), k.clone(), v.clone()) + (() if mask is None else (mask.clone(),))
+    got = call(fn, *args)
+    if not isinstance(got, tuple) or len(got) != 2:
+        kind = f"a tuple of {len(got)}" if isinstance(got, tuple) else type(got).__name__
+        raise AssertionError(f"return two tensors, (output, weights), as tx.attention does; got {kind}.")
+    return got
+
+
+def check_attention_matrix(fn: Callable[..., Any]) -> None:
+    """``fn(q, k, v, mask=None)`` must return ``(output, weights)`` equal to :func:`tx.attention`'s."""
+    gen = torch.Generator().manual_seed(6)
+    X = torch.tensor([[-1.0, -1.0, 0.0, 1.0], [0.0, 0.0, -1.0, 2.0], [-1.0, 1.0, 0.0, 0.0]])  # Action gets results
+    W_Q = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    W_K = torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    W_V = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
+    tokens = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])  # the second sentence has two <pad>
+    cases = [
+        ("the chapter's three words", X @ W_Q, X @ W_K, X @ W_V, None),
+        # Tq != Tk and Dk != Dv, so a transposed product or the wrong scale shows.
+        ("4 queries, 6 keys", torch.randn(4, 8, generator=gen), torch.randn(6, 8, generator=gen),
+         torch.randn(6, 5, generator=gen), None),
+        ("a causal mask", torch.randn(5, 4, generator=gen), torch.randn(5, 4, generator=gen),
+         torch.randn(5, 3, generator=gen), causal_mask(5)),
+        ("a padding mask [B, 1, 1, S] over [B, H, T, Dk]", torch.randn(2, 3, 5, 4, generator=gen),
+         torch.randn(2, 3, 5, 4, generator=gen), torch.randn(2, 3, 5, 6, generator=gen), padding_mask(tokens)),
+    ]
+    for name, q, k, v, mask in cases:
+        out, weights = attention(q, k, v, mask)
+        got_out, got_w = _call_attention(fn, q, k, v, mask)
+        if (isinstance(got_out, Tensor) and got_out.shape == weights.shape
+                and torch.allclose(got_out.detach().float(), weights, atol=1e-5)):
+            raise AssertionError(f"with {name}, your first tensor is the weights: return (output, weights) in that order.")
+        if mask is not None and isinstance(got_w, Tensor) and got_w.shape == weights.shape:
+            blocked = ~mask.expand(weights.shape)
+            w = got_w.detach().float().nan_to_num(0.0)  # a row with every key masked is nan
+            if bool((w[blocked].abs() > 1e-6).any()):
+                if bool((w[~blocked].abs() < 1e-6).all()):
+                    raise AssertionError(
+                        f"with {name}, your weights are zero where the mask is True and not where it is False: "
+                        "True means may attend. Fill the scores with -inf where the mask is False."
+                    )
+                raise AssertionError(
+                    f"with {name}, your weights are not 0 where the mask is False: replace those scores "
+                    "with float('-inf') before the softmax."
+                )
+        if isinstance(got_w, Tensor) and got_w.shape == weights.shape:
+            sums = got_w.sum(-1)
+            bad = ~torch.isclose(sums, torch.ones_like(sums), atol=1e-4)
+            if bool(bad.any()):
+                raise AssertionError(
+                    f"with {name}, a row of your weights sums to {float(sums[bad][0]):.4g}: apply the softmax "
+                    "over the last axis (the keys), after masking, so every row sums to 1."
+                )
+        assert_tensor(got_w, weights, f"your weight matrix with {name}")
+        assert_tensor(got_out, out, f"your output with {name}")
+    passed("softmax(Q K^T / sqrt(d_k)) V, with -inf where the mask is False, matches tx.attention.")

@@ -1,0 +1,87 @@
+"""Checkers for chapter 5, multi-head attention.
+
+Axes: B batch, H heads, T positions, D d_model, Dh = D / H head size.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from ..attention import attention
+from ..multi_head import MultiHeadAttention, merge_heads, split_heads
+from . import assert_tensor, call, passed
+
+__all__ = ["check_split_heads", "check_combine_heads", "check_count_parameters"]
+
+# (B, T, D, H): several heads, odd sizes, and T != H so mixed-up axes show.
+_SHAPES = [(2, 3, 8, 2), (1, 5, 12, 3), (3, 4, 16, 4)]
+
+
+def check_split_heads(fn: Callable[..., Any]) -> None:
+    """``fn(x [B, T, D], n_heads) -> [B, H, T, Dh]`` must equal :func:`tx.split_heads`."""
+    g = torch.Generator().manual_seed(5)
+    for B, T, D, H in _SHAPES:
+        x = torch.randn(B, T, D, generator=g)
+        got = call(fn, x.clone(), H)
+        expected = split_heads(x, H)
+        if isinstance(got, Tensor) and got.shape == expected.shape and not torch.allclose(got, expected):
+            if torch.allclose(got, x.reshape(B, H, T, D // H)):
+                raise AssertionError(
+                    "the shape is right but positions are mixed up: reshaping straight to "
+                    "[B, H, T, Dh] cuts the T*D numbers of a sentence into H runs of whole positions. "
+                    "Cut each position's vector first, [B, T, H, Dh], then swap the T and H axes."
+                )
+        assert_tensor(got, expected, f"split_heads(x of shape {tuple(x.shape)}, n_heads={H})")
+    passed("split_heads gives every head its own slice of every position's features.")
+
+
+def check_combine_heads(fn: Callable[..., Any]) -> None:
+    """``fn(z [B, H, T, Dh], w_o: nn.Linear) -> [B, T, D]`` must equal a whole tx.MultiHeadAttention."""
+    for B, T, D, H in _SHAPES:
+        with torch.random.fork_rng(devices=[]):  # the learner's own random stream stays untouched
+            torch.manual_seed(5)
+            mha = MultiHeadAttention(D, H).eval()
+            x = torch.randn(B, T, D)
+        with torch.no_grad():
+            q, k, v = (split_heads(layer(x), H) for layer in (mha.w_q, mha.w_k, mha.w_v))
+            z = attention(q, k, v)[0]  # [B, H, T, Dh]: every head's output
+            expected = mha(x, x, x)  # [B, T, D]
+            got = call(fn, z.clone(), mha.w_o)
+            if isinstance(got, Tensor) and got.shape == expected.shape and not torch.allclose(got, expected, atol=1e-5):
+                if torch.allclose(got, merge_heads(z), atol=1e-5):
+                    raise AssertionError("you concatenated the heads correctly but did not apply W^O: return w_o(...) of it.")
+                if torch.allclose(got, mha.w_o(z.reshape(B, T, D)), atol=1e-5):
+                    raise AssertionError(
+                        "z.reshape(B, T, D) glues numbers in [B, H, T, Dh] order, mixing positions: "
+                        "move the heads axis next to Dh first (transpose(1, 2)), then reshape."
+                    )
+        assert_tensor(got, expected, f"combine_heads(z of shape {tuple(z.shape)}, w_o)")
+    passed("concatenating the heads and applying W^O gives tx.MultiHeadAttention's output.")
+
+
+def check_count_parameters(fn: Callable[..., Any]) -> None:
+    """``fn(d_model, n_heads) -> int`` must count tx.MultiHeadAttention's parameters."""
+    for d_model, n_heads in [(512, 8), (512, 1), (512, 16), (1024, 16), (128, 4), (6, 3)]:
+        expected = sum(p.numel() for p in MultiHeadAttention(d_model, n_heads).parameters())
+        got = call(fn, d_model, n_heads)
+        if isinstance(got, Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, float) and got.is_integer():
+            got = int(got)
+        if not isinstance(got, int):
+            raise AssertionError(f"count_parameters should return an int, got {type(got).__name__}.")
+        if got == expected:
+            continue
+        where = f"count_parameters({d_model}, {n_heads}) = {got}; expected {expected}."
+        if got == 4 * d_model * d_model:
+            raise AssertionError(f"{where} Each of the four nn.Linear layers also has a bias of d_model numbers.")
+        if got in (3 * (d_model * d_model + d_model), 3 * d_model * d_model):
+            raise AssertionError(f"{where} Remember W^O, the fourth d_model x d_model matrix.")
+        raise AssertionError(
+            f"{where} Count W^Q, W^K, W^V and W^O with their biases; the heads only cut the "
+            "matrices into slices, so the count does not depend on n_heads."
+        )
+    passed("4 * (d_model**2 + d_model), whatever the number of heads.")

@@ -1,0 +1,114 @@
+"""Checkers for chapter 7, the residuals: LayerNorm, the paper's Add & Norm step, a pre-LN stack.
+
+Axes: B batch, T sequence length, D d_model.
+
+Every checker draws its inputs from a seeded generator of its own, so running a check
+leaves the learner's random stream where it was.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..layers import FeedForward, Residual
+from . import assert_tensor, call, passed
+
+__all__ = ["check_layer_norm", "check_post_ln_step", "check_pre_ln_stack"]
+
+
+def _inputs(seed: int) -> tuple[Tensor, Tensor, Tensor]:
+    """x [2, 3, 5] with positions on very different scales, and a gain and bias [5] far from 1 and 0."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 3, 5, generator=g) * torch.tensor([1.0, 10.0, 0.1])[None, :, None] + 3.0
+    gain = torch.rand(5, generator=g) * 2 + 0.5
+    bias = torch.randn(5, generator=g)
+    return x, gain, bias
+
+
+def _with_random_norm(norm: nn.LayerNorm, seed: int) -> nn.LayerNorm:
+    """Give ``norm`` a gain and bias away from 1 and 0, so an answer that skips it shows."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        norm.weight.copy_(torch.rand(norm.weight.shape, generator=g) * 1.5 + 0.5)
+        norm.bias.copy_(torch.randn(norm.bias.shape, generator=g))
+    return norm
+
+
+def _sublayers(n: int, d_model: int) -> list[FeedForward]:
+    """``n`` feed-forward sub-layers with seeded weights."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(7)
+        return [FeedForward(d_model, 2 * d_model) for _ in range(n)]
+
+
+def check_layer_norm(layer_norm: Callable[..., Tensor]) -> None:
+    """``layer_norm(x, gain, bias, eps)`` must equal ``F.layer_norm`` over the last axis."""
+    x, gain, bias = _inputs(0)
+    got = call(layer_norm, x, gain, bias, 1e-5)
+    expected = F.layer_norm(x, (5,), gain, bias, 1e-5)
+    if isinstance(got, Tensor) and got.shape == x.shape:
+        if torch.allclose(got, F.layer_norm(x, (5,), eps=1e-5), atol=1e-4):
+            raise AssertionError("the output ignores gain and bias: multiply by gain, then add bias, after normalising.")
+        unbiased = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5) * gain + bias
+        if torch.allclose(got, unbiased, atol=1e-4):
+            raise AssertionError(
+                "you divided the squared deviations by D - 1: LayerNorm's variance divides by D "
+                "(x.var(-1, unbiased=False, keepdim=True), or the mean of the squared deviations)."
+            )
+        centred = x - x.mean(-1, keepdim=True)
+        outside = centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5) * gain + bias
+        if torch.allclose(got, outside, atol=1e-5) and not torch.allclose(got, expected, atol=1e-5):
+            raise AssertionError("eps belongs inside the square root: divide by sqrt(variance + eps), not sqrt(variance) + eps.")
+    assert_tensor(got, expected, "layer_norm(x, gain, bias, 1e-5) on x of shape (2, 3, 5)")
+    # A position whose features are (nearly) all equal has variance ~0: only eps keeps it finite.
+    flat = torch.tensor([[2.0, 2.0, 2.0, 2.001]])
+    ones, zeros = torch.ones(4), torch.zeros(4)
+    for eps in (1e-5, 1e-2):
+        assert_tensor(call(layer_norm, flat, ones, zeros, eps), F.layer_norm(flat, (4,), eps=eps),
+                      f"layer_norm of a nearly constant vector with eps={eps} (eps goes inside the square root)")
+    passed("your layer_norm matches torch.nn.functional.layer_norm, gain, bias and eps included.")
+
+
+def check_post_ln_step(post_ln_step: Callable[..., Tensor]) -> None:
+    """``post_ln_step(x, sublayer, norm)`` must equal ``tx.Residual(norm_first=False)``: norm(x + sublayer(x))."""
+    D = 6
+    residual = Residual(D, dropout=0.0, norm_first=False)
+    _with_random_norm(residual.norm, 1)
+    (sublayer,) = _sublayers(1, D)
+    x = 3 * torch.randn(2, 4, D, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        got = call(post_ln_step, x, sublayer, residual.norm)
+        expected = residual(x, sublayer)
+        pre_ln = x + sublayer(residual.norm(x))
+    if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, pre_ln, atol=1e-5):
+        raise AssertionError(
+            "that is pre-LN, x + sublayer(norm(x)). The paper (section 3.1) adds first and "
+            "normalises the sum: norm(x + sublayer(x))."
+        )
+    assert_tensor(got, expected, "post_ln_step(x, sublayer, norm)")
+    passed("post_ln_step is the paper's Add & Norm, LayerNorm(x + Sublayer(x)), as tx.Residual(norm_first=False).")
+
+
+def check_pre_ln_stack(pre_ln_stack: Callable[..., Tensor]) -> None:
+    """``pre_ln_stack(x, sublayers, norms, final_norm)`` must equal N pre-LN tx.Residual steps, then final_norm."""
+    D, N = 6, 3
+    residuals = [Residual(D, dropout=0.0, norm_first=True) for _ in range(N)]
+    for i, r in enumerate(residuals):
+        _with_random_norm(r.norm, 10 + i)
+    final_norm = _with_random_norm(nn.LayerNorm(D), 20)
+    sublayers = _sublayers(N, D)
+    x = torch.randn(2, 4, D, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        got = call(pre_ln_stack, x, sublayers, [r.norm for r in residuals], final_norm)
+        h = x
+        for r, f in zip(residuals, sublayers):
+            h = r(h, f)  # [B, T, D], the un-normalised residual stream
+        expected = final_norm(h)
+    if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, h, atol=1e-5):
+        raise AssertionError("the stack is right but final_norm is missing: apply it once, after the last step.")
+    assert_tensor(got, expected, f"pre_ln_stack(x, {N} sublayers, {N} norms, final_norm)")
+    passed(f"pre_ln_stack matches {N} tx.Residual(norm_first=True) steps followed by the final LayerNorm.")

@@ -1,0 +1,185 @@
+"""Checkers for chapter 11, greedy decoding and beam search.
+
+Axes: K beam size, V vocabulary size, L generated length. Each checker builds a small
+seeded :class:`~tx.model.Transformer` of its own (its weights random, so no answer can be
+guessed from the book's corpus), compares the learner's answer with what
+:func:`tx.greedy_decode` and :func:`tx.beam_search` do on it, and prints one line when
+it is right.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from ..decoding import beam_search, greedy_decode
+from ..model import Transformer
+from . import assert_number, call, passed
+
+__all__ = ["brute_force_top_k", "check_greedy", "check_beam_step", "check_penalised_score"]
+
+BOS, EOS = 1, 2
+
+
+def _tiny_model(seed: int) -> Transformer:
+    """A small random model in eval mode, built without touching the caller's random state."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return Transformer(src_vocab_size=13, tgt_vocab_size=11, d_model=32, n_heads=4, n_layers=2,
+                           d_ff=64, dropout=0.0, max_len=24).eval()
+
+
+def _sources(seed: int, n: int, length: int = 5) -> Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, 13, (n, length), generator=g)  # [n, S], no special tokens
+
+
+def _as_ids(got: Any, what: str) -> list[int]:
+    if isinstance(got, Tensor):
+        got = got.flatten().tolist()
+    if not isinstance(got, (list, tuple)) or not all(isinstance(t, int) for t in got):
+        raise AssertionError(f"{what} should return a list of token ids (ints), got {got!r:.80}.")
+    return list(got)
+
+
+# --------------------------------------------------------------------------- greedy
+
+
+def check_greedy(fn: Callable[[Callable[[list[int]], Tensor], int, int, int], Sequence[int]]) -> None:
+    """``fn(next_log_probs, bos_id, eos_id, max_len) -> ids``: the tokens :func:`tx.greedy_decode` picks.
+
+    ``next_log_probs(prefix)`` returns the model's log-probabilities [V] for the word after
+    ``prefix`` (a list of ids starting with ``bos_id``). The answer starts with ``bos_id``,
+    ends at the first ``eos_id`` (kept) or after ``max_len`` generated tokens.
+    """
+    model = _tiny_model(14)
+    sources = _sources(14, 3)
+    cases = [(sources[:1], EOS, 6)]  # this model never picks <eos>: the loop runs max_len steps
+    for b in (1, 2):
+        src = sources[b : b + 1]  # [1, S]
+        free_run = greedy_decode(model, src, 8, BOS, EOS)[0].tolist()
+        # Call a word the model does pick "<eos>", so the stopping rule is tested too: the
+        # first word that differs from its first word (a stop mid-sentence), else that first
+        # word (a stop after one step).
+        later = [t for t in free_run[2:] if t != free_run[1]]
+        cases.append((src, later[0] if later else free_run[1], 8))
+    for src, eos, max_len in cases:
+
+        def next_log_probs(prefix: list[int], src: Tensor = src) -> Tensor:
+            ids = _as_ids(prefix, "the prefix you pass to next_log_probs")
+            with torch.no_grad():
+                return model(src, torch.tensor([ids]))[0, -1].log_softmax(-1)  # [V]
+
+        expected = greedy_decode(model, src, max_len, BOS, eos)[0].tolist()
+        got = _as_ids(call(fn, next_log_probs, BOS, eos, max_len), "greedy")
+        what = f"greedy(next_log_probs, bos_id={BOS}, eos_id={eos}, max_len={max_len})"
+        if not got or got[0] != BOS:
+            raise AssertionError(f"{what} returned {got}: the answer starts with bos_id={BOS}, the prefix every step extends.")
+        for t, (a, b) in enumerate(zip(got, expected)):
+            if a != b:
+                raise AssertionError(
+                    f"{what}: token {t} is {a}, greedy decoding picks {b} (the argmax of next_log_probs of the "
+                    f"prefix {expected[:t]}). Got {got}, expected {expected}."
+                )
+        if len(got) != len(expected):
+            hint = (f"stop as soon as you append eos_id={eos}, keeping it" if len(got) > len(expected) and eos in got
+                    else f"generate at most max_len={max_len} tokens after <bos>, and stop after eos_id")
+            raise AssertionError(f"{what} returned {len(got)} ids, expected {len(expected)}: {hint}. "
+                                 f"Got {got}, expected {expected}.")
+    passed("your loop picks the same words as tx.greedy_decode and stops at the same place.")
+
+
+# --------------------------------------------------------------------------- one beam step
+
+
+def brute_force_top_k(scores: Tensor, log_probs: Tensor) -> list[tuple[int, int, float]]:
+    """Every (parent, token, score) continuation of scores [K] and log_probs [K, V], the K best, best first."""
+    K, V = log_probs.shape
+    everything = [(k, v, float(scores[k] + log_probs[k, v])) for k in range(K) for v in range(V)]
+    everything.sort(key=lambda c: -c[2])
+    return everything[:K]
+
+
+def _beam_step_cases() -> list[tuple[str, Tensor, Tensor]]:
+    """(description, scores [K], log_probs [K, V]); the last from a real tx.beam_search step."""
+    g = torch.Generator().manual_seed(12)
+    cases = [
+        ("K=2, V=4, small numbers", torch.tensor([-0.5, -1.0]),
+         torch.tensor([[-0.1, -2.3, -3.0, -4.0], [-0.2, -0.9, -5.0, -3.1]]).log_softmax(-1)),
+        ("K=3, V=7, random", -torch.rand(3, generator=g) * 3, torch.randn(3, 7, generator=g).log_softmax(-1)),
+        # The first step: only beam 0 is alive, the others hold -inf and must never be chosen.
+        ("first step, scores [0, -inf, -inf]", torch.tensor([0.0, float("-inf"), float("-inf")]),
+         torch.randn(3, 6, generator=g).log_softmax(-1)),
+    ]
+    # A real step: tx.beam_search with max_len=2 ends every hypothesis at step 2, so the
+    # finished nodes of its trace are exactly the top K continuations of step 2.
+    K, model = 3, _tiny_model(12)
+    src = _sources(12, 1)
+    trace: list = []
+    beam_search(model, src, beam_size=K, max_len=2, bos_id=BOS, eos_id=EOS, trace=trace)
+    alive = [n for n in trace[1] if not n["finished"] and not n["pruned"]]
+    prefixes = torch.tensor([[BOS, n["token"]] for n in alive])  # [K, 2]
+    scores = torch.tensor([n["score"] for n in alive])  # [K]
+    with torch.no_grad():
+        log_probs = model(src.expand(len(alive), -1), prefixes)[:, -1].log_softmax(-1)  # [K, V]
+    tx_step = [(n["parent"], n["token"], n["score"]) for n in trace[2] if n["finished"]]
+    brute = brute_force_top_k(scores, log_probs)
+    if [c[:2] for c in brute] != [c[:2] for c in tx_step] or any(
+        abs(a[2] - b[2]) > 1e-4 for a, b in zip(brute, tx_step)
+    ):
+        raise RuntimeError(f"tx.beam_search chose {tx_step} but brute force finds {brute}: please report this.")
+    cases.append(("a step of tx.beam_search (K=3, V=11)", scores, log_probs))
+    return cases
+
+
+def check_beam_step(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]]) -> None:
+    """``fn(scores [K], log_probs [K, V]) -> (parent [K], token [K], score [K])``, the K best continuations, best first."""
+    for description, scores, log_probs in _beam_step_cases():
+        K = scores.size(0)
+        got = call(fn, scores.clone(), log_probs.clone())
+        if not (isinstance(got, (tuple, list)) and len(got) == 3):
+            raise AssertionError(f"beam_step should return three tensors (parent, token, score), got {type(got).__name__}.")
+        parent, token, score = (torch.as_tensor(x) for x in got)
+        for name, x in (("parent", parent), ("token", token), ("score", score)):
+            if x.shape != (K,):
+                raise AssertionError(f"{description}: {name} has shape {tuple(x.shape)}; expected ({K},), one entry per kept beam.")
+        expected = brute_force_top_k(scores, log_probs)
+        mine = list(zip(parent.tolist(), token.tolist(), score.tolist()))
+        for rank, ((p, t, s), (ep, et, es)) in enumerate(zip(mine, expected)):
+            if (int(p), int(t)) != (ep, et) or abs(s - es) > 1e-4:
+                hint = ("parent = flat index // V and token = flat index % V, where V = log_probs.size(1)"
+                        if abs(s - es) <= 1e-4 else
+                        "the score of a continuation is scores[parent] + log_probs[parent, token]; rank all K*V of them together")
+                raise AssertionError(
+                    f"{description}: at rank {rank} you keep (parent={int(p)}, token={int(t)}, score={s:.4f}); the "
+                    f"brute-force top {K} has (parent={ep}, token={et}, score={es:.4f}) there. Hint: {hint}."
+                )
+    passed("your step keeps the same K continuations as brute force and as tx.beam_search.")
+
+
+# --------------------------------------------------------------------------- length penalty
+
+
+def check_penalised_score(fn: Callable[[Tensor, float], float]) -> None:
+    """``fn(token_log_probs [L], alpha) -> float``: sum / L ** alpha, the score tx.beam_search reports."""
+    assert_number(call(fn, torch.tensor([-1.0, -2.0]), 1.0),
+                  -1.5, "penalised_score([-1, -2], alpha=1)", tol=1e-5)
+    model = _tiny_model(1)  # its hypotheses end after 1 to 6 tokens: L matters
+    src = _sources(1, 1)
+    n_checked = 0
+    for alpha in (0.0, 0.6, 1.0):
+        found = beam_search(model, src, beam_size=3, max_len=6, bos_id=BOS, eos_id=EOS,
+                            length_penalty=alpha, n_best=3)[0]
+        for tokens, score in found:
+            with torch.no_grad():
+                lp = model(src, tokens[None, :-1])[0].log_softmax(-1)  # [L, V]
+            token_log_probs = lp.gather(1, tokens[1:, None])[:, 0]  # [L]: one per generated token
+            got = call(fn, token_log_probs.clone(), alpha)
+            L = len(token_log_probs)
+            assert_number(got, score,
+                          f"penalised_score of a hypothesis with L={L} tokens (<eos> counted) at alpha={alpha}",
+                          tol=1e-4)
+            n_checked += 1
+    passed(f"your scores equal tx.beam_search's on {n_checked} hypotheses, for alpha = 0, 0.6 and 1.")
