@@ -1,0 +1,80 @@
+"""Checkers for chapter 9, the final linear and softmax layer.
+
+Axes: V vocabulary size. Each checker calls the learner's function on inputs of its own,
+compares the answer with torch, and prints one line when it is right.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from . import assert_tensor, call, passed
+
+__all__ = ["POST_VOCAB", "check_softmax_with_temperature", "check_one_hot", "check_pick_word"]
+
+POST_VOCAB = ("a", "am", "i", "thanks", "student", "<eos>")
+"""The six-word output vocabulary of The Illustrated Transformer's training example."""
+
+
+def check_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) -> None:
+    """``fn(logits [..., V], temperature) -> probabilities [..., V]`` must equal ``torch.softmax(logits / temperature, -1)``."""
+    g = torch.Generator().manual_seed(9)
+    cases = [
+        (torch.tensor([2.0, 1.0, 0.1]), 1.0),
+        (torch.tensor([2.0, 1.0, 0.1]), 0.5),
+        (torch.tensor([2.0, 1.0, 0.1]), 4.0),
+        (torch.randn(4, 6, generator=g) * 3, 2.0),  # a batch: softmax runs along the last axis
+        (torch.tensor([1000.0, 999.0, 990.0]), 1.0),  # exp(1000) overflows unless the max is taken out
+    ]
+    for logits, temperature in cases:
+        got = call(fn, logits.clone(), temperature)
+        what = f"softmax_with_temperature(logits of shape {tuple(logits.shape)}, temperature={temperature})"
+        if isinstance(got, Tensor) and got.shape == logits.shape and not bool(torch.isfinite(got).all()):
+            raise AssertionError(
+                f"{what} holds inf or nan. exp() of a large logit overflows: subtract the largest "
+                "logit (of each row) before exp(); the softmax does not change."
+            )
+        assert_tensor(got, torch.softmax(logits / temperature, dim=-1), what)
+    passed("your softmax matches torch.softmax(logits / temperature, dim=-1), large logits included.")
+
+
+def _expected_one_hot(word: str, vocab: Sequence[str]) -> Tensor:
+    return F.one_hot(torch.tensor(list(vocab).index(word)), len(vocab)).float()  # [V]
+
+
+def check_one_hot(fn: Callable[[str, Sequence[str]], Tensor]) -> None:
+    """``fn(word, vocab) -> [V]``: 1 at the word's index in ``vocab``, 0 elsewhere (as ``F.one_hot``)."""
+    numbers = ("zero", "one", "two", "three", "four", "five", "six", "seven")
+    for word, vocab in [("am", POST_VOCAB), ("a", POST_VOCAB), ("<eos>", POST_VOCAB), ("five", numbers)]:
+        got = call(fn, word, list(vocab))
+        expected = _expected_one_hot(word, vocab)
+        if isinstance(got, Tensor) and got.shape == expected.shape and float(got.sum()) != 1.0:
+            raise AssertionError(f"one_hot({word!r}, ...) sums to {float(got.sum()):g}; a one-hot vector holds a single 1.")
+        assert_tensor(got, expected, f"one_hot({word!r}, {list(vocab)})")
+    passed("your one-hot vectors match F.one_hot.")
+
+
+def check_pick_word(fn: Callable[[Tensor, Sequence[str]], str]) -> None:
+    """``fn(logits [V], vocab) -> str``: the word with the largest logit, hence the largest probability."""
+    g = torch.Generator().manual_seed(10)
+    cases = [
+        torch.tensor([0.5, 3.0, 1.0, -1.0, 0.0, 2.0]),
+        torch.tensor([-4.0, -3.0, -5.0, -0.5, -2.0, -6.0]),  # all negative: the largest is the least negative
+        torch.randn(6, generator=g),
+        torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 9.0]),
+    ]
+    for logits in cases:
+        got = call(fn, logits.clone(), list(POST_VOCAB))
+        expected = POST_VOCAB[int(logits.argmax())]
+        if not isinstance(got, str):
+            raise AssertionError(f"pick_word should return the word as a str, got {type(got).__name__}.")
+        if got != expected:
+            raise AssertionError(
+                f"for logits {[round(v, 2) for v in logits.tolist()]} over {list(POST_VOCAB)} you picked "
+                f"{got!r}; the largest logit belongs to {expected!r}."
+            )
+    passed("you pick the word with the highest score.")
