@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import torch
 from torch import Tensor, nn
 
-__all__ = ["greedy_decode", "beam_search", "Hypothesis"]
+__all__ = ["greedy_decode", "beam_search", "normalised_score", "Hypothesis"]
 
 
 @contextmanager
@@ -80,7 +80,7 @@ class Hypothesis:
     log_prob: float = field(default=0.0)
 
 
-def _normalise(log_prob: float, length: int, length_penalty: float) -> float:
+def normalised_score(log_prob: float, length: int, length_penalty: float) -> float:
     """score = sum of token log-probs / length ** length_penalty (0 = no normalisation)."""
     return log_prob / length**length_penalty
 
@@ -92,7 +92,7 @@ def _best_possible(log_prob: float, length: int, max_len: int, length_penalty: f
     current sum by the most favourable length still reachable.
     """
     best_len = max_len if length_penalty > 0 else length + 1
-    return _normalise(log_prob, best_len, length_penalty)
+    return normalised_score(log_prob, best_len, length_penalty)
 
 
 def beam_search(
@@ -184,7 +184,7 @@ def _select(
                 pruned.append((p, t, lp))
             elif ends:
                 seq = torch.cat([prefixes[b, p].cpu(), torch.tensor([t])])
-                finished[b].append(Hypothesis(seq, _normalise(lp, step, length_penalty), lp))
+                finished[b].append(Hypothesis(seq, normalised_score(lp, step, length_penalty), lp))
                 ended.append((p, t, lp))
             elif len(kept) < K:
                 kept.append((p, t, lp))
