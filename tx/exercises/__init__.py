@@ -18,7 +18,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-__all__ = ["call", "assert_tensor", "assert_number", "passed"]
+__all__ = ["call", "as_shape", "assert_tensor", "assert_number", "passed"]
 
 
 def passed(message: str) -> None:
@@ -37,6 +37,14 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             f"{getattr(fn, '__name__', 'your function')} still raises NotImplementedError: "
             "replace the `raise NotImplementedError` line with your code, run that cell, then this one."
         ) from None
+
+
+def as_shape(got: Any, what: str = "the shape") -> tuple[int, ...]:
+    """The learner's answer as a tuple of ints, or an AssertionError that says what to return."""
+    try:
+        return tuple(int(n) for n in got)
+    except (TypeError, ValueError):
+        raise AssertionError(f"return {what} as a tuple of integers, got {got!r}.") from None
 
 
 def assert_tensor(got: Any, expected: Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import assert_tensor, call, passed
+from . import as_shape, assert_tensor, call, passed
 from .. import data
 from ..layers import FeedForward
 from ..positional_encoding import Embedding
@@ -57,10 +57,7 @@ def check_embedded_shape(fn: Callable[[list[str], int], Any]) -> None:
         embed = Embedding(len(vocab), d_model, max_len=64, dropout=0.0)
         expected = tuple(embed(src).shape)  # (B, S, D)
         got = call(fn, list(sentences), d_model)
-        try:
-            got = tuple(int(n) for n in got)
-        except (TypeError, ValueError):
-            raise AssertionError(f"return a tuple of three integers, got {got!r}.") from None
+        got = as_shape(got, "the shape (batch, length, d_model)")
         if got == expected:
             continue
         hint = ""

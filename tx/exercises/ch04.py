@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import assert_number, assert_tensor, call, passed
+from . import as_shape, assert_number, assert_tensor, call, passed
 from ..attention import attention
 from ..masks import causal_mask, padding_mask
 
@@ -27,10 +27,7 @@ def check_scores_shape(fn: Callable[[tuple[int, ...], tuple[int, ...]], Any]) ->
         q, k = torch.empty(q_shape, device="meta"), torch.empty(k_shape, device="meta")
         expected = tuple((q @ k.transpose(-2, -1)).shape)
         got = call(fn, q_shape, k_shape)
-        try:
-            got = tuple(int(n) for n in got)
-        except (TypeError, ValueError):
-            raise AssertionError(f"return the shape as a tuple of integers, got {got!r}.") from None
+        got = as_shape(got, "the shape")
         if got == expected:
             continue
         hint = ""
