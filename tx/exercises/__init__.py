@@ -39,12 +39,16 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         ) from None
 
 
-def as_shape(got: Any, what: str = "the shape") -> tuple[int, ...]:
-    """The learner's answer as a tuple of ints, or an AssertionError that says what to return."""
+def as_shape(got: Any, what: str = "the shape", length: int | None = None) -> tuple[int, ...]:
+    """The learner's answer as a tuple of ints (``length`` of them, if given), or an AssertionError saying what to return."""
+    count = {2: "two", 3: "three", 4: "four"}.get(length, str(length)) + " " if length else ""
     try:
-        return tuple(int(n) for n in got)
+        shape = tuple(int(n) for n in got)
     except (TypeError, ValueError):
-        raise AssertionError(f"return {what} as a tuple of integers, got {got!r}.") from None
+        shape = None
+    if shape is None or (length is not None and len(shape) != length):
+        raise AssertionError(f"return {what} as a tuple of {count}integers, got {got!r}.")
+    return shape
 
 
 def assert_tensor(got: Any, expected: Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:

@@ -57,7 +57,7 @@ def check_embedded_shape(fn: Callable[[list[str], int], Any]) -> None:
         embed = Embedding(len(vocab), d_model, max_len=64, dropout=0.0)
         expected = tuple(embed(src).shape)  # (B, S, D)
         got = call(fn, list(sentences), d_model)
-        got = as_shape(got, "the shape (batch, length, d_model)")
+        got = as_shape(got, "the shape (batch, length, d_model)", length=3)
         if got == expected:
             continue
         hint = ""
