@@ -6,10 +6,19 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JB     := $(BIN)/jupyter-book build . -W -n --keep-going
-# pytest-xdist workers: the 2-core CI machine runs two notebooks at a time.
+# pytest-xdist workers: the 2-core CI machine runs two test processes at a time, each
+# with one thread; two threads per process on two cores make small tensor ops stall.
 WORKERS ?= 2
+PARALLEL := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+# The site's third-party scripts (MathJax, RequireJS, the ipywidgets embed script), pinned in
+# package.json and package-lock.json: npm installs them under _build/npm, and the book serves
+# the copies in _build/vendor (see _ext/book_site.py). Nothing of theirs is committed.
+NPM_DIR := _build/npm
+VENDOR  := _build/vendor
+VENDOR_STAMP := $(VENDOR)/.installed
+HTML_MANAGER := $(NPM_DIR)/node_modules/@jupyter-widgets/html-manager/dist
 
-.PHONY: book test unit notebooks learner site lab learner-edition clean
+.PHONY: book test unit notebooks learner site lab learner-edition clean vendor chromium site-test
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,20 +27,45 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 ## book: build the website into _build/html (executes every notebook)
-book: $(STAMP)
+book: $(STAMP) $(VENDOR_STAMP)
 	rm -rf _build/html _build/jupyter_execute
 	$(BIN)/python -m tx.exercises learner _build/learner --zip _build/learner-edition.zip
 	$(JB)
 	cp _build/learner-edition.zip _build/html/
 
-## test: unit tests, notebooks (nbval), learner edition, then the strict book build
+## test: unit tests, notebooks (nbval), learner edition, the strict book build, then the
+## site's browser tests against that build
 test: $(STAMP) unit notebooks book
+	$(MAKE) site-test
 
 unit: $(STAMP)
-	$(BIN)/pytest tests -n $(WORKERS) -q
+	$(PARALLEL) $(BIN)/pytest tests -n $(WORKERS) -q --ignore=tests/site
 
 notebooks: $(STAMP)
-	$(BIN)/pytest --nbval-lax chapters -n $(WORKERS) --dist loadscope -q -p no:randomly
+	$(PARALLEL) $(BIN)/pytest --nbval-lax chapters -n $(WORKERS) --dist loadscope -q -p no:randomly
+
+## vendor: install the site's scripts with npm and copy them to _build/vendor
+vendor: $(VENDOR_STAMP)
+
+$(VENDOR_STAMP): package.json package-lock.json
+	rm -rf $(NPM_DIR) $(VENDOR)
+	mkdir -p $(NPM_DIR) $(VENDOR)/widgets/modules
+	cp package.json package-lock.json $(NPM_DIR)/
+	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
+	cp -R $(NPM_DIR)/node_modules/mathjax/es5 $(VENDOR)/mathjax
+	cp $(NPM_DIR)/node_modules/mathjax/LICENSE $(VENDOR)/mathjax/
+	cp $(NPM_DIR)/node_modules/requirejs/require.js $(VENDOR)/widgets/
+	cp $(HTML_MANAGER)/embed-amd.js $(HTML_MANAGER)/*.woff2 $(HTML_MANAGER)/*.woff \
+	   $(HTML_MANAGER)/*.ttf $(HTML_MANAGER)/*.eot $(HTML_MANAGER)/*.svg $(VENDOR)/widgets/
+	touch $@
+
+## chromium: Debian's Chromium for the browser tests (CI runs as root)
+chromium:
+	command -v chromium || (apt-get update && apt-get install -y chromium)
+
+## site-test: browser tests of the built site (_build/html) in headless Chromium
+site-test: $(STAMP) chromium
+	$(BIN)/pytest tests/site -q
 
 ## lab: open the chapters in JupyterLab, in the same environment as the tests
 lab: $(STAMP)

@@ -24,3 +24,30 @@ def test_post_ln_normalises_the_sum_and_pre_ln_adds_to_the_input():
     # Post-LN output has zero mean / unit variance per position; pre-LN output does not.
     assert_close(post(x, f).mean(-1), torch.zeros(2, 3), atol=1e-5, rtol=0)
     assert not torch.allclose(pre(x, f).mean(-1), torch.zeros(2, 3), atol=1e-3)
+
+
+def test_dropout_zeroes_about_p_and_rescales_the_rest():
+    drop = tx.Dropout(0.25)
+    x = torch.ones(200, 500)
+    out = drop(x)
+    zero_fraction = (out == 0).float().mean().item()
+    assert abs(zero_fraction - 0.25) < 0.01
+    assert torch.allclose(out[out != 0], torch.full_like(out[out != 0], 1 / 0.75))
+    assert abs(out.mean().item() - 1.0) < 0.02  # inverted dropout keeps the expectation
+    drop.eval()
+    assert drop(x) is x
+
+
+def test_dropout_gradient_flows_only_through_kept_entries():
+    drop = tx.Dropout(0.5)
+    x = torch.ones(50, 40, requires_grad=True)
+    out = drop(x)
+    out.sum().backward()
+    assert torch.equal(x.grad, out.detach())  # d(out)/dx is the mask, scaled by 1/(1-p)
+
+
+def test_dropout_probability_must_be_below_one():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        tx.Dropout(1.0)

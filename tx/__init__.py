@@ -19,7 +19,7 @@ from .config import TransformerConfig
 from .decoding import beam_search, greedy_decode
 from .decoder import Decoder, DecoderCache, DecoderLayer
 from .encoder import Encoder, EncoderLayer
-from .layers import FeedForward, Residual
+from .layers import Dropout, FeedForward, Residual
 from .masks import causal_mask, padding_mask
 from .model import Transformer
 from .multi_head import KVCache, MultiHeadAttention, merge_heads, split_heads
@@ -28,7 +28,7 @@ from .positional_encoding import Embedding, positional_encoding
 __all__ = [
     "attention", "self_attention_by_vectors", "MultiHeadAttention", "split_heads", "merge_heads",
     "KVCache", "positional_encoding", "Embedding", "causal_mask", "padding_mask", "FeedForward",
-    "Residual", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
+    "Residual", "Dropout", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
     "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
     "data", "train", "evaluate", "checkpoint", "viz", "exercises",
 ]

@@ -22,6 +22,8 @@ from .model import Transformer
 
 __all__ = ["save", "load", "load_into", "read_metadata", "Checkpoint", "BOOK_MODEL"]
 
+_JSON_KEYS = ("config", "info", "src_vocab", "tgt_vocab")
+
 BOOK_MODEL = Path(__file__).parent / "checkpoints" / "fr_en_small.safetensors"
 """The book's small French->English model, written by ``python -m tx.train`` (see the README)."""
 
@@ -66,7 +68,8 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
         meta = f.metadata() or {}
     if meta.get("format") != "tx":
         raise ValueError(f"{path} is a safetensors file but not a tx checkpoint (no tx config inside).")
-    return {k: json.loads(v) for k, v in meta.items() if k != "format"}
+    # save_model also records tied tensors it dropped (e.g. "generator.weight"): not ours to parse.
+    return {k: json.loads(meta[k]) for k in _JSON_KEYS if k in meta}
 
 
 def load(path: str | os.PathLike = BOOK_MODEL, device: torch.device | str = "cpu") -> Checkpoint:

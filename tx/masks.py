@@ -39,11 +39,10 @@ def check_mask(mask: Tensor, scores_shape: torch.Size | tuple[int, ...]) -> None
             f"mask must be a bool tensor (True = may attend), got {kind}. "
             "Build one with tx.causal_mask / tx.padding_mask, or convert with `mask.bool()`."
         )
-    try:
-        shape = torch.broadcast_shapes(mask.shape, scores_shape)
-    except RuntimeError:
-        shape = None
-    if shape != torch.Size(scores_shape):
+    fits = mask.dim() <= len(scores_shape) and all(
+        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(tuple(scores_shape)))
+    )
+    if not fits:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
             f"{tuple(scores_shape)} ([..., Tq, Tk]). Give it shape [Tq, Tk] or one that broadcasts, "

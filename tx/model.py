@@ -133,7 +133,13 @@ class Transformer(nn.Module):
         tgt_mask = causal_mask(T, tgt.device) if cache is None or T > 1 else None
         if cache is not None and T > 1 and start > 0:
             tgt_mask = torch.ones(T, start + T, dtype=torch.bool, device=tgt.device).tril(start)
-        x = self.decoder(self.tgt_embed(tgt, start), memory, padding_mask(src, cfg.pad_id), tgt_mask, cache)
+        if cache is None:
+            src_mask = padding_mask(src, cfg.pad_id)
+        else:  # the source stays the same at every step: build its mask once
+            if cache.src_mask is None:
+                cache.src_mask = padding_mask(src, cfg.pad_id)
+            src_mask = cache.src_mask
+        x = self.decoder(self.tgt_embed(tgt, start), memory, src_mask, tgt_mask, cache)
         return self.generator(x)  # [B, T, V]
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:

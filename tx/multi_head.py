@@ -105,6 +105,7 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model)  # W^O: mixes the concatenated heads
         self.record = False  # keep attention weights on every call (see Transformer.recording_attention)
         self.attention_weights: Tensor | None = None
+        self._stack_cache: dict[int, tuple] = {}  # see _stacked
 
     def forward(
         self,
@@ -143,11 +144,27 @@ class MultiHeadAttention(nn.Module):
         When inputs coincide (self-attention, or keys and values from the same memory) the
         matrices are stacked so that one larger matrix multiply replaces two or three.
         """
-        w, b = (self.w_q.weight, self.w_k.weight, self.w_v.weight), (self.w_q.bias, self.w_k.bias, self.w_v.bias)
         if cache is not None and cache.filled:
             return self.w_q(query), None, None  # cross-attention: memory projected once per sentence
         if query is key and key is value:
-            return F.linear(query, torch.cat(w), torch.cat(b)).chunk(3, dim=-1)
-        k, v = F.linear(key, torch.cat(w[1:]), torch.cat(b[1:])).chunk(2, dim=-1) if key is value else (
-            self.w_k(key), self.w_v(value))
-        return self.w_q(query), k, v
+            return F.linear(query, *self._stacked(self.w_q, self.w_k, self.w_v)).chunk(3, dim=-1)
+        if key is value:
+            k, v = F.linear(key, *self._stacked(self.w_k, self.w_v)).chunk(2, dim=-1)
+            return self.w_q(query), k, v
+        return self.w_q(query), self.w_k(key), self.w_v(value)
+
+    def _stacked(self, *layers: nn.Linear) -> tuple[Tensor, Tensor]:
+        """The layers' weights [n*D, D] and biases [n*D], stacked.
+
+        Training stacks them anew each call so gradients flow to each matrix. Without
+        gradients (decoding) the stack is kept until a weight changes, since re-stacking
+        at every generated token would cost as much as the projection itself.
+        """
+        tensors = [t for layer in layers for t in (layer.weight, layer.bias)]
+        if torch.is_grad_enabled():
+            return torch.cat(tensors[0::2]), torch.cat(tensors[1::2])
+        key = tuple((t.data_ptr(), t._version) for t in tensors)  # _version counts in-place updates
+        hit = self._stack_cache.get(len(layers))
+        if hit is None or hit[0] != key:
+            hit = self._stack_cache[len(layers)] = (key, torch.cat(tensors[0::2]), torch.cat(tensors[1::2]))
+        return hit[1], hit[2]

@@ -16,6 +16,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .layers import Dropout
+
 __all__ = ["positional_encoding", "Embedding"]
 
 
@@ -43,7 +45,7 @@ class Embedding(nn.Module):
         super().__init__()
         self.token = nn.Embedding(vocab_size, d_model)
         self.scale = math.sqrt(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         # A buffer, not a parameter: the encoding is fixed, never trained.
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 

@@ -1,0 +1,236 @@
+"""The book's website: self-hosted scripts, link-preview meta tags and a 404 page.
+
+A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_extensions``).
+
+* Serves the third-party scripts that ``make vendor`` copies from ``node_modules`` into
+  ``_build/vendor`` (MathJax 3, RequireJS and the ipywidgets embed script), and this
+  folder's ``static/`` (our own glue script), through ``html_static_path``. They are added
+  here, at ``config-inited``, rather than in ``_config.yml``: Jupyter Book turns every
+  ``.js`` and ``.css`` file under every ``html_static_path`` entry into a ``<script>`` or
+  ``<link>`` on every page as soon as the book has a ``_static/`` folder, and MathJax alone
+  has hundreds of ``.js`` files. Paths added here are copied to ``_static/`` and nothing
+  more; ``mathjax_path`` and ``nb_ipywidgets_js`` in ``_config.yml`` name the files pages
+  load.
+* Gives every page ``<meta name="description">`` and Open Graph tags (``og:title``,
+  ``og:description``, ``og:type``, ``og:site_name``, and ``og:url`` when ``html.baseurl``
+  is set) for link previews. The description is the page's first paragraph, shortened.
+* Writes ``404.html``, a page in the book's theme for hosts that serve one for missing
+  pages (GitHub Pages, Netlify, ...). Its links are relative to the site's root; when
+  ``html.baseurl`` is set it also gets ``<base href>`` so it works at any depth.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.errors import ConfigError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+DESCRIPTION_CHARS = 200  # link previews show about this much
+
+
+def add_static_paths(app: Sphinx, config) -> None:
+    """Serve _build/vendor (from `make vendor`) and _ext/static as static files."""
+    vendor = Path(app.confdir, config.book_site_vendor_dir)
+    if not (vendor / "mathjax").is_dir() or not (vendor / "widgets").is_dir():
+        raise ConfigError(
+            f"{vendor} has no MathJax or widget scripts: run `make vendor` "
+            "(`make book` does) to install them with npm before building the book."
+        )
+    for path in (str(vendor), str(HERE / "static")):
+        if path not in config.html_static_path:
+            config.html_static_path.append(path)
+    # Each notebook page's download button (.ipynb); the theme's default, made explicit.
+    config.html_theme_options["use_download_button"] = True
+    # Light or dark as the reader's system prefers. Without a default the theme starts
+    # from "" and logs a console error ("Got invalid theme mode") on a reader's first visit.
+    config.html_context.setdefault("default_mode", "auto")
+
+
+def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Drop repeated <script>s: sphinx-thebe's inline `const THEBE_JS_URL = ...` comes
+    twice, and the second is a SyntaxError ("already been declared") on every page."""
+    scripts = context.get("script_files")
+    if not isinstance(scripts, list):
+        return
+    seen, unique = set(), []
+    for js in scripts:
+        attributes = getattr(js, "attributes", {})
+        key = (str(getattr(js, "filename", js) or ""), tuple(sorted((k, str(v)) for k, v in attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    scripts[:] = unique
+
+
+WIDGET_VIEW_TAG = '<script type="application/vnd.jupyter.widget-view+json">'
+
+
+def widget_alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Put a cell's mystnb.image.alt on its widget views, for the images they draw.
+
+    myst-nb applies the alt text to a cell's image outputs; an Output widget's figure is
+    drawn in the browser from the widget's saved state, so _ext/static/widgets-offline.js
+    copies it from the view's data-alt attribute.
+    """
+    for cell in doctree.findall(nodes.container):
+        if cell.get("nb_element") != "cell_code":
+            continue
+        alt = ((cell.get("cell_metadata") or {}).get("mystnb") or {}).get("image", {}).get("alt")
+        if not alt:
+            continue
+        for raw in cell.findall(nodes.raw):
+            text = raw.astext()
+            if WIDGET_VIEW_TAG in text:
+                tagged = text.replace(
+                    WIDGET_VIEW_TAG,
+                    WIDGET_VIEW_TAG[:-1] + f' data-alt="{html.escape(alt)}">',
+                )
+                raw.children = [nodes.Text(tagged)]
+
+
+def _prose(node: nodes.Node) -> str:
+    """A paragraph's text, less its citations ("[Ala18]") and footnote marks."""
+    if isinstance(node, nodes.Text):
+        return node.astext()
+    if isinstance(node, (nodes.footnote_reference, nodes.citation_reference)):
+        return ""
+    if isinstance(node, nodes.Element) and "bibtex-citation" in node.get("classes", []):
+        return ""
+    return "".join(_prose(child) for child in node.children)
+
+
+def _first_paragraph(doctree: nodes.Node) -> str:
+    """The page's first paragraph of prose (not in a note, figure, list or output)."""
+    for para in doctree.findall(nodes.paragraph):
+        # Only paragraphs that sit directly in a section: prose, not an admonition,
+        # a caption, a list item, a table cell or a cell's output.
+        if not isinstance(para.parent, (nodes.section, nodes.document)):
+            continue
+        text = " ".join(_prose(para).split())
+        text = re.sub(r"\s+([.,;:!?])", r"\1", text)  # where a citation stood
+        # A closing sentence that introduces a list ("By the end you will be able to:")
+        # means nothing without the list.
+        if text.endswith(":"):
+            head = max(text.rfind(". ", 0, -1), text.rfind("? ", 0, -1), text.rfind("! ", 0, -1))
+            text = text[: head + 1] if head > 0 else text[:-1] + "."
+        if len(text) >= 40:
+            return text
+    return ""
+
+
+def _shorten(text: str, limit: int = DESCRIPTION_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    # End at the last sentence that fits, else at the last word that fits.
+    cut = text[: limit + 1]
+    sentence_end = max(cut.rfind(". "), cut.rfind("? "), cut.rfind("! "))
+    if sentence_end >= limit // 2:
+        return cut[: sentence_end + 1]
+    return cut[: cut.rfind(" ")].rstrip(",;:") + "…"
+
+
+def _plain(markup: str) -> str:
+    """Page titles come as HTML (<em>, entities): make them plain text."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", markup or "")).split())
+
+
+def _book_description(app: Sphinx) -> str:
+    """The first paragraph of the book's root page."""
+    if not hasattr(app, "_book_site_description"):
+        try:
+            doctree = app.env.get_and_resolve_doctree(app.config.root_doc, app.builder)
+        except Exception as err:  # noqa: BLE001 - no root page: fall back to the title
+            logger.info(f"book_site: no description from {app.config.root_doc}: {err}")
+            doctree = None
+        app._book_site_description = _shorten(_first_paragraph(doctree)) if doctree else ""
+    return app._book_site_description
+
+
+def add_meta_tags(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """<meta name="description"> and og: tags for every page."""
+    site = app.config.html_title or app.config.project
+    title = _plain(context.get("title", "")) or site
+    if doctree is not None:
+        description = _shorten(_first_paragraph(doctree))
+    else:  # generated pages (search, genindex, 404) are described as the book is
+        description = app.config.book_site_description or _book_description(app)
+    if not description:
+        description = _shorten(f"{title}, from {site}.")
+    tags = {
+        ("name", "description"): description,
+        ("property", "og:title"): title,
+        ("property", "og:description"): description,
+        ("property", "og:type"): "article" if doctree is not None else "website",
+        ("property", "og:site_name"): site,
+        ("name", "twitter:card"): "summary",
+    }
+    baseurl = app.config.html_baseurl
+    if baseurl and pagename != "404":
+        target = app.builder.get_target_uri(pagename)
+        tags[("property", "og:url")] = baseurl.rstrip("/") + "/" + target
+    lines = [
+        f'<meta {attr}="{html.escape(key)}" content="{html.escape(value)}" />'
+        for (attr, key), value in tags.items()
+    ]
+    context["metatags"] = context.get("metatags", "") + "\n" + "\n".join(lines) + "\n"
+
+
+NOT_FOUND_BODY = """
+<section id="page-not-found">
+<h1>Page not found</h1>
+<p>There is no page at this address. It may have moved when the book was
+reorganised, or the address may be mistyped.</p>
+<p><a class="reference internal" href="{home}">Go to the start of the book</a>,
+use the table of contents, or <a class="reference internal" href="{search}">search
+the book</a>.</p>
+</section>
+"""
+
+
+def add_404_page(app: Sphinx):
+    """404.html in the theme of every other page."""
+    if app.builder.format != "html" or app.builder.name == "singlehtml":
+        return []
+    root = app.config.root_doc
+    context = {
+        "title": "Page not found",
+        "body": NOT_FOUND_BODY.format(
+            home=app.builder.get_target_uri(root), search=app.builder.get_target_uri("search")
+        ),
+        "sourcename": "",
+        "display_toc": False,
+    }
+    return [("404", context, "page.html")]
+
+
+def add_base_href(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """On 404.html, make relative links resolve from the site's root at any depth."""
+    if pagename != "404" or not app.config.html_baseurl:
+        return
+    path = urlsplit(app.config.html_baseurl).path or "/"
+    if not path.endswith("/"):
+        path += "/"
+    context["metatags"] = f'<base href="{html.escape(path)}" />\n' + context.get("metatags", "")
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("book_site_vendor_dir", "_build/vendor", "env", [str])
+    # The description of pages that have no text of their own (search, index, 404);
+    # by default the first paragraph of the book's root page.
+    app.add_config_value("book_site_description", "", "html", [str])
+    app.connect("config-inited", add_static_paths)
+    app.connect("html-page-context", add_meta_tags)
+    app.connect("html-page-context", add_base_href)
+    app.connect("html-page-context", dedupe_scripts, priority=900)  # after the others
+    app.connect("doctree-resolved", widget_alt_text)
+    app.connect("html-collect-pages", add_404_page)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,106 @@
+"""Fixtures for the browser tests of the built website (_build/html).
+
+The site is served by ``python -m http.server`` on 127.0.0.1 and a free port, and read
+by Debian's Chromium (``make chromium``) driven by Playwright. Every request a page makes
+is recorded; one to any other host is recorded as external and aborted, so none leaves
+the machine, and the tests fail on it.
+
+Run with ``make site-test`` after ``make book``; ``make test`` does both.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from sitekit import CHROMIUM_ARGS, HTML, SCREENSHOTS, Visit, chromium_path, open_page
+
+# --------------------------------------------------------------------------- the server
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def site() -> str:
+    """The built site, served on 127.0.0.1 by python -m http.server; its base URL."""
+    if not (HTML / "index.html").is_file():
+        pytest.fail(f"no built site in {HTML}: run `make book` first.")
+    for _ in range(5):  # another process may take the port between choosing and binding
+        port = _free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+             "--directory", str(HTML)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 20
+        ready = False
+        while not ready and time.monotonic() < deadline and server.poll() is None:
+            try:
+                urllib.request.urlopen(base + "index.html", timeout=2).close()
+                ready = True
+            except OSError:
+                time.sleep(0.1)
+        if ready:
+            break
+        server.kill()
+        server.wait()
+    else:
+        pytest.fail("python -m http.server did not start")
+    try:
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+# --------------------------------------------------------------------------- the browser
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="session")
+def visits(browser, site):
+    """Each page of the book opened once, settled, screenshotted, and kept open."""
+    opened: dict[str, Visit] = {}
+    if SCREENSHOTS.exists():
+        shutil.rmtree(SCREENSHOTS)
+
+    def visit(docname: str) -> Visit:
+        if docname not in opened:
+            v = open_page(browser, site, f"{docname}.html")
+            shot = SCREENSHOTS / f"{docname}.png"
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            v.page.screenshot(path=str(shot), full_page=True)
+            opened[docname] = v
+        return opened[docname]
+
+    yield visit
+    for v in opened.values():
+        v.context.close()

@@ -1,0 +1,156 @@
+"""What the site tests share: the book's pages, Chromium, and a page visit that records
+every request. The fixtures that use them are in conftest.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+BOOK = Path(__file__).resolve().parents[2]
+HTML = BOOK / "_build" / "html"
+SCREENSHOTS = BOOK / "_build" / "screenshots"
+
+# Debian's Chromium as CI runs it, as root: no sandbox, no GPU, and none of the browser's
+# own background connections (the network reaches only package registries).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+LOCAL_SCHEMES = ("data:", "blob:", "about:")
+WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
+
+
+# --------------------------------------------------------------------------- the book
+
+
+def _docname(file: str) -> str:
+    return re.sub(r"\.(md|ipynb|rst)$", "", str(file))
+
+
+def _toc_files(entries: list[dict]) -> list[str]:
+    files: list[str] = []
+    for entry in entries or []:
+        if "file" in entry:
+            files.append(_docname(entry["file"]))
+        files += _toc_files(entry.get("sections", []))
+    return files
+
+
+def toc_pages() -> list[str]:
+    """Every page of _toc.yml in reading order: the root, then each part's chapters."""
+    toc = yaml.safe_load((BOOK / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [_docname(toc["root"])]
+    pages += _toc_files(toc.get("chapters", []))
+    for part in toc.get("parts", []):
+        pages += _toc_files(part.get("chapters", []))
+    return pages
+
+
+def is_notebook(docname: str) -> bool:
+    return (BOOK / f"{docname}.ipynb").is_file()
+
+
+def book_config() -> dict:
+    return yaml.safe_load((BOOK / "_config.yml").read_text(encoding="utf-8"))
+
+
+
+def chromium_path() -> str:
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        pytest.fail("Chromium is not installed: run `make chromium` (Debian's package).")
+    return path
+
+
+@dataclass
+class Visit:
+    """One page opened in its own browser context, with everything it asked for."""
+
+    url: str
+    context: object = None
+    page: object = None
+    requests: list[str] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    bad_status: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    downloads: list = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        return (
+            [f"external request: {u}" for u in self.external]
+            + [f"failed request: {u}" for u in self.failed]
+            + [f"HTTP error: {u}" for u in self.bad_status]
+            + [f"console error: {m}" for m in self.console_errors]
+            + [f"page error: {m}" for m in self.page_errors]
+        )
+
+
+def open_page(browser, site: str, path: str, settle: bool = True) -> Visit:
+    """Open site + path in a fresh context that lets no request leave the site."""
+    visit = Visit(url=site + path)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+
+    def route(route):
+        url = route.request.url
+        if url.startswith(site) or url.startswith(LOCAL_SCHEMES):
+            route.continue_()
+        else:
+            visit.external.append(url)
+            route.abort("blockedbyclient")
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("request", lambda r: visit.requests.append(r.url))
+    page.on(
+        "requestfailed",
+        lambda r: r.url in visit.external or visit.failed.append(f"{r.url} ({r.failure})"),
+    )
+    page.on("response", lambda r: r.status >= 400 and visit.bad_status.append(f"{r.status} {r.url}"))
+    page.on("console", lambda m: m.type == "error" and visit.console_errors.append(m.text))
+    page.on("pageerror", lambda e: visit.page_errors.append(str(e)))
+    visit.context, visit.page = context, page
+    response = page.goto(visit.url, wait_until="load")
+    assert response is not None and response.ok, f"{visit.url}: {response and response.status}"
+    if settle:
+        settle_page(page)
+    return visit
+
+
+def settle_page(page) -> None:
+    """Wait until MathJax has typeset the page and every widget snapshot is drawn."""
+    page.evaluate(
+        """async () => {
+            if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+                await MathJax.startup.promise;
+            }
+        }"""
+    )
+    if page.locator(WIDGET_VIEW).count():
+        try:
+            page.wait_for_function(
+                """(selector) => [...document.querySelectorAll(selector)].every(view => {
+                    const area = view.previousElementSibling;
+                    return area && area.classList.contains('widget-subarea') && area.childElementCount > 0;
+                })""",
+                arg=WIDGET_VIEW,
+                timeout=20_000,
+            )
+        except PlaywrightTimeoutError:
+            pass  # test_widget_snapshots_render says which widget is missing
+    page.wait_for_load_state("networkidle")
+
+

@@ -1,0 +1,382 @@
+"""The built website, read in headless Chromium: whole, offline, and as _toc.yml says.
+
+Every page of _toc.yml (the intro, each chapter, the API page) is opened once, with every
+request recorded, and checked below; a chapter added to _toc.yml is covered at once.
+A full-page screenshot of each goes to _build/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from sitekit import HTML, WIDGET_VIEW, book_config, is_notebook, open_page, settle_page, toc_pages
+
+PAGES = toc_pages()
+NOTEBOOKS = [p for p in PAGES if is_notebook(p)]
+CHAPTERS = [p for p in NOTEBOOKS if p.startswith("chapters/")]
+# Pages the build makes that are in no table of contents.
+EXTRA_PAGES = ["search", "genindex", "py-modindex", "404"]
+
+
+def test_toc_lists_pages():
+    assert PAGES[0] == "intro" and "api" in PAGES, PAGES
+    assert CHAPTERS, "no chapter notebook in _toc.yml"
+    missing = [p for p in PAGES if not (HTML / f"{p}.html").is_file()]
+    assert not missing, f"pages of _toc.yml missing from the build: {missing}"
+
+
+# --------------------------------------------------------------------------- offline
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_page_loads_everything_from_the_site(visits, docname):
+    """No request leaves 127.0.0.1, none fails, and nothing logs an error."""
+    visit = visits(docname)
+    assert visit.requests, "no request recorded"
+    assert not visit.problems(), "\n".join(visit.problems())
+
+
+@pytest.mark.parametrize("docname", EXTRA_PAGES)
+def test_generated_page_loads_everything_from_the_site(browser, site, docname):
+    visit = open_page(browser, site, f"{docname}.html")
+    try:
+        assert not visit.problems(), "\n".join(visit.problems())
+    finally:
+        visit.context.close()
+
+
+class _Assets(HTMLParser):
+    """Every URL an HTML page loads by itself (not links, which a reader follows)."""
+
+    LOADS = {"script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src",
+             "audio": "src", "embed": "src", "object": "data", "track": "src", "input": "src"}
+    LINK_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "shortcut",
+                 "manifest", "apple-touch-icon", "dns-prefetch", "preconnect"}
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in self.LOADS and attrs.get(self.LOADS[tag]):
+            self.urls.append(attrs[self.LOADS[tag]])
+        if tag == "link" and set((attrs.get("rel") or "").split()) & self.LINK_RELS:
+            self.urls.append(attrs.get("href") or "")
+        for attr in ("srcset", "data-src"):
+            if attrs.get(attr):
+                self.urls.append(attrs[attr])
+        style = attrs.get("style") or ""
+        self.urls += re.findall(r"url\(\s*['\"]?([^'\")]+)", style)
+
+
+def _is_remote(url: str) -> bool:
+    return bool(re.match(r"^\s*([a-z][a-z0-9+.-]*:)?//", url, re.I))
+
+
+def test_no_page_or_stylesheet_names_another_host():
+    """Every .html and .css file of the site, not only the pages above."""
+    offenders = []
+    for path in sorted(HTML.rglob("*.html")):
+        parser = _Assets()
+        parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+        offenders += [f"{path.relative_to(HTML)}: {u}" for u in parser.urls if _is_remote(u)]
+    for path in sorted(HTML.rglob("*.css")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        urls = re.findall(r"url\(\s*['\"]?([^'\")]+)", text)
+        urls += re.findall(r"@import\s+['\"]([^'\"]+)", text)
+        offenders += [f"{path.relative_to(HTML)}: {u}" for u in urls if _is_remote(u)]
+    assert not offenders, "\n".join(offenders)
+
+
+# --------------------------------------------------------------------------- content
+
+HEADINGS_JS = """() => {
+    const text = el => {
+        const copy = el.cloneNode(true);
+        copy.querySelectorAll('.headerlink').forEach(a => a.remove());
+        return copy.textContent.replace(/\\s+/g, ' ').trim();
+    };
+    return [...document.querySelectorAll('article h1, article h2, article h3, article h4, article h5, article h6')]
+        .map(h => ({tag: h.tagName, text: text(h),
+                    folded: !!h.closest('.admonition.dropdown, details'),
+                    visible: h.checkVisibility()}));
+}"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_title_and_headings(visits, docname):
+    page = visits(docname).page
+    headings = page.evaluate(HEADINGS_JS)
+    h1 = [h for h in headings if h["tag"] == "H1"]
+    assert len(h1) == 1, headings
+    title = page.title()
+    assert title.startswith(h1[0]["text"]), (title, h1[0]["text"])
+    assert book_config()["title"] in title
+    for h in headings:
+        assert h["text"], f"empty {h['tag']}"
+        assert h["visible"] or h["folded"], f"{h['tag']} {h['text']!r} is not shown"
+
+
+RAW_TEX_JS = """() => {
+    // The text a reader sees, less code: where raw TeX would show if MathJax had not run.
+    const skip = 'pre, code, script, style, textarea, mjx-container, .highlight';
+    const walker = document.createTreeWalker(document.querySelector('article'), NodeFilter.SHOW_TEXT);
+    const parts = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const el = node.parentElement;
+        if (el.closest(skip) || !el.checkVisibility()) continue;
+        parts.push(node.textContent);
+    }
+    return parts.join('');
+}"""
+
+MATH_JS = """() => {
+    const math = [...document.querySelectorAll('article .math')];
+    return {
+        formulas: math.length,
+        typeset: math.filter(m => m.querySelector('mjx-container')).length,
+        containers: document.querySelectorAll('article mjx-container').length,
+        errors: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent),
+    };
+}"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_formulas_are_typeset(visits, docname):
+    page = visits(docname).page
+    math = page.evaluate(MATH_JS)
+    assert math["typeset"] == math["formulas"], math
+    assert math["containers"] >= math["formulas"], math
+    assert not math["errors"], math["errors"]
+    text = page.evaluate(RAW_TEX_JS)
+    for raw in ("\\(", "\\)", "\\[", "\\]", "$$"):
+        assert raw not in text, f"raw TeX {raw!r} left in the page: ...{text[max(0, text.find(raw) - 80):text.find(raw) + 80]}..."
+
+
+IMAGES_JS = """async () => {
+    const images = [...document.images];
+    for (const img of images) {
+        img.scrollIntoView();
+        try { await img.decode(); } catch (e) {}
+    }
+    return images.map(img => ({src: img.currentSrc.slice(0, 120), width: img.naturalWidth,
+                               alt: img.getAttribute('alt') || '',
+                               inArticle: !!img.closest('article'),
+                               caption: (img.closest('figure')?.querySelector('figcaption')?.textContent || '').trim()}));
+}"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_images_load_with_alt_text(visits, docname):
+    page = visits(docname).page
+    images = page.evaluate(IMAGES_JS)
+    broken = [i["src"] for i in images if i["width"] == 0]
+    assert not broken, f"images that did not load: {broken}"
+    no_alt = [i["src"] for i in images if i["inArticle"] and not i["alt"].strip()]
+    assert not no_alt, f"images without alt text: {no_alt}"
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_chapter_figures_have_captions_and_alt_text(visits, docname):
+    page = visits(docname).page
+    figures = page.evaluate(
+        """() => [...document.querySelectorAll('article figure')].map(f => ({
+            id: f.id,
+            caption: (f.querySelector('figcaption')?.textContent || '').trim(),
+            images: [...f.querySelectorAll('img')].map(i => i.getAttribute('alt') || ''),
+            widgets: f.querySelectorAll('.widget-subarea').length,
+        }))"""
+    )
+    for fig in figures:
+        assert fig["caption"], f"figure {fig['id']} has no caption"
+        assert fig["images"] or fig["widgets"], f"figure {fig['id']} shows nothing"
+        assert all(alt.strip() for alt in fig["images"]), f"figure {fig['id']}: image without alt text"
+    # Every image a cell drew is a captioned figure (the chapters set mystnb.figure.caption).
+    loose = page.evaluate(
+        """() => [...document.querySelectorAll('article .cell_output img')]
+              .filter(img => !img.closest('figure')).map(img => img.currentSrc.slice(0, 80))"""
+    )
+    assert not loose, f"cell outputs drawn without a figure caption: {loose}"
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_widget_snapshots_render(visits, docname):
+    page = visits(docname).page
+    views = page.evaluate(
+        """(selector) => [...document.querySelectorAll(selector)].map(view => {
+            const area = view.previousElementSibling;
+            const widget = area && area.querySelector('.lm-Widget');
+            const box = widget && widget.getBoundingClientRect();
+            return {
+                model: JSON.parse(view.textContent).model_id,
+                rendered: !!widget && box.width > 0 && box.height > 0 && widget.checkVisibility(),
+                classes: widget ? widget.className : '',
+                outputs: [...(area ? area.querySelectorAll('.widget-output') : [])]
+                    .map(o => o.querySelectorAll('.jp-OutputArea-output').length),
+            };
+        })""",
+        WIDGET_VIEW,
+    )
+    for view in views:
+        assert view["rendered"], f"widget {view['model']} did not render: {view}"
+        assert all(view["outputs"]), f"an Output widget of {view['model']} is empty: {view}"
+    if is_notebook(docname) and '"application/vnd.jupyter.widget-state+json"' in (HTML / f"{docname}.html").read_text():
+        assert views, "widget state on the page but no widget view"
+
+
+# --------------------------------------------------------------------------- reader features
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_previous_and_next_follow_the_toc(visits, docname, site):
+    page = visits(docname).page
+    i = PAGES.index(docname)
+    for selector, neighbour in (("a.left-prev", i - 1), ("a.right-next", i + 1)):
+        links = page.locator(f".prev-next-area {selector}")
+        if 0 <= neighbour < len(PAGES):
+            assert links.count() == 1, f"no {selector} link"
+            href = links.first.evaluate("a => a.href")
+            assert href == f"{site}{PAGES[neighbour]}.html", (selector, href)
+        else:
+            assert links.count() == 0, f"{selector} past the end of the book"
+
+
+def test_next_links_walk_the_whole_book(browser, site):
+    """Clicking "next" from the first page visits every page in _toc.yml order."""
+    visit = open_page(browser, site, f"{PAGES[0]}.html", settle=False)
+    try:
+        seen = [urlsplit(visit.page.url).path]
+        for _ in PAGES[1:]:
+            with visit.page.expect_navigation(wait_until="load"):
+                visit.page.locator(".prev-next-area a.right-next").click()
+            seen.append(urlsplit(visit.page.url).path)
+        assert seen == [f"/{p}.html" for p in PAGES]
+        assert visit.page.locator(".prev-next-area a.right-next").count() == 0
+        assert not visit.external, visit.external
+    finally:
+        visit.context.close()
+
+
+@pytest.mark.parametrize("docname", NOTEBOOKS)
+def test_download_button_gives_the_notebook(visits, docname, site):
+    visit = visits(docname)
+    page = visit.page
+    page.locator(".dropdown-download-buttons button.dropdown-toggle").click()
+    link = page.locator("a.btn-download-source-button")
+    link.wait_for(state="visible")
+    href = link.evaluate("a => a.href")
+    assert href == f"{site}_sources/{docname}.ipynb", href
+    response = visit.context.request.get(href)
+    assert response.ok, response.status
+    notebook = json.loads(response.body())
+    assert notebook["nbformat"] == 4 and notebook["cells"]
+    page.keyboard.press("Escape")
+
+
+@pytest.mark.parametrize("docname", NOTEBOOKS)
+def test_binder_button_links_to_the_repository(visits, docname):
+    config = book_config()
+    repo = config["repository"]["url"].rstrip("/")
+    org_repo = urlsplit(repo).path.strip("/")
+    branch = config["repository"].get("branch", "master")
+    binder = config["launch_buttons"]["binderhub_url"].rstrip("/")
+    book_path = config["repository"].get("path_to_book", "").strip("/")
+    notebook = "/".join(p for p in (book_path, f"{docname}.ipynb") if p)
+    interface = "lab/tree/" if config["launch_buttons"].get("notebook_interface") == "jupyterlab" else "tree/"
+    expected = f"{binder}/v2/gh/{org_repo}/{branch}?urlpath={interface}{notebook}"
+    visit = visits(docname)
+    hrefs = visit.page.locator(".dropdown-launch-buttons a").evaluate_all("links => links.map(a => a.href)")
+    assert expected in hrefs, hrefs
+    # A link only: the page loaded nothing from Binder.
+    assert not [u for u in visit.requests if "mybinder" in u]
+
+
+def test_intro_links_the_learner_edition(visits):
+    page = visits(PAGES[0]).page
+    link = page.locator("article a[href$='learner-edition.zip']")
+    assert link.count() == 1
+    assert link.is_visible()
+    with page.expect_download() as download_info:
+        link.click()
+    download = download_info.value
+    assert download.failure() is None
+    path = download.path()
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        notebooks = {n.rsplit("/", 1)[-1]: n for n in names if n.endswith(".ipynb")}
+        for chapter in CHAPTERS:
+            name = chapter.rsplit("/", 1)[-1] + ".ipynb"
+            assert name in notebooks, f"{name} is not in the learner edition: {names}"
+            cells = json.loads(archive.read(notebooks[name]))["cells"]
+            assert not [c for c in cells if "solution" in c.get("metadata", {}).get("tags", [])], name
+            assert not [c for c in cells if "solution-start" in "".join(c["source"])], name
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_solutions_are_hidden_until_opened(visits, docname):
+    page = visits(docname).page
+    solutions = page.locator("article .solution.dropdown")
+    count = solutions.count()
+    assert count, "a chapter without solutions (each chapter ends with exercises)"
+    # A solution without `:class: dropdown` would be open for all to read.
+    assert page.locator("article .solution:not(.dropdown)").count() == 0
+    for i in range(count):
+        solution = solutions.nth(i)
+        body = solution.locator(":scope > :not(.admonition-title)")
+        assert body.count(), "a solution with nothing in it"
+        assert not any(body.nth(j).is_visible() for j in range(body.count())), f"solution {i + 1} is open"
+        solution.locator(".admonition-title").first.scroll_into_view_if_needed()
+        solution.locator("button.toggle-button").first.click()
+        body.first.wait_for(state="visible")
+        assert all(body.nth(j).is_visible() for j in range(body.count()))
+
+
+def test_search_finds_attention(browser, site):
+    visit = open_page(browser, site, "search.html?q=attention", settle=False)
+    try:
+        results = visit.page.locator("#search-results ul.search li")
+        results.first.wait_for(state="visible", timeout=30_000)
+        hrefs = results.locator("a").evaluate_all("links => links.map(a => a.href)")
+        assert any("/chapters/" in h for h in hrefs), hrefs
+        assert not visit.problems(), "\n".join(visit.problems())
+    finally:
+        visit.context.close()
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_link_preview_tags(visits, docname):
+    page = visits(docname).page
+    meta = page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('meta[name], meta[property]')]
+              .map(m => [m.getAttribute('name') || m.getAttribute('property'), m.content]))"""
+    )
+    h1 = page.evaluate(HEADINGS_JS)[0]["text"]
+    assert len(meta.get("description", "")) >= 40, meta
+    assert meta["og:description"] == meta["description"]
+    assert meta["og:title"] == h1
+    assert meta["og:site_name"] == book_config()["title"]
+    assert meta.get("og:type")
+    assert "\\(" not in meta["description"] and "[" not in meta["description"], meta["description"]
+
+
+def test_404_page(browser, site):
+    visit = open_page(browser, site, "404.html")
+    try:
+        page = visit.page
+        assert "Page not found" in page.title()
+        assert page.locator("article h1").inner_text().strip().startswith("Page not found")
+        # In the book's theme, with the sidebar that leads back into the book.
+        assert any(u.endswith(".css") or ".css?" in u for u in visit.requests)
+        assert page.locator(".bd-sidebar-primary a.reference").count() >= len(PAGES) - 1
+        home = page.locator("article a", has_text="start of the book")
+        assert urljoin(page.url, home.get_attribute("href")) == f"{site}{PAGES[0]}.html"
+        assert not visit.problems(), "\n".join(visit.problems())
+    finally:
+        visit.context.close()
