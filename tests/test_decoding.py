@@ -133,3 +133,12 @@ def test_bad_decoding_arguments():
         tx.greedy_decode(model, src, 100, BOS, EOS)
     with pytest.raises(ValueError, match="n_best <= beam_size"):
         tx.beam_search(model, src, beam_size=2, max_len=4, bos_id=BOS, eos_id=EOS, n_best=3)
+
+
+def test_decoded_tokens_can_be_fed_back_with_gradients_on():
+    model = tiny_model()
+    src = torch.randint(3, 13, (2, 5))
+    out = tx.greedy_decode(model, src, 5, BOS, EOS)
+    (tokens, _), = tx.beam_search(model, src[:1], 2, 5, BOS, EOS)[0]
+    for ys in (out, tokens[None]):
+        model(src[: ys.size(0)], ys).sum().backward()  # would fail on an inference-mode tensor

@@ -22,11 +22,11 @@ __all__ = ["greedy_decode", "beam_search", "normalised_score", "Hypothesis"]
 
 @contextmanager
 def _evaluating(model: nn.Module) -> Iterator[None]:
-    """Eval mode and no gradients inside, the caller's mode restored after."""
+    """Eval mode and inference mode inside (no autograd bookkeeping at all), the caller's mode restored after."""
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad():
+        with torch.inference_mode():
             yield
     finally:
         model.train(was_training)
@@ -68,7 +68,7 @@ def greedy_decode(
             done |= token == eos_id
             if bool(done.all()):
                 break
-    return ys
+    return ys.clone()  # a normal tensor: inference-mode tensors cannot be fed back with gradients on
 
 
 @dataclass
@@ -151,7 +151,7 @@ def beam_search(
             cache.reorder(rows)
             tokens = torch.cat([tokens[rows], keep_token.view(-1, 1)], dim=1)  # [B*K, step+1]
     return [
-        [(h.tokens, h.score) for h in sorted(hyps, key=lambda h: -h.score)[:n_best]]
+        [(h.tokens.clone(), h.score) for h in sorted(hyps, key=lambda h: -h.score)[:n_best]]
         for hyps in finished
     ]
 
