@@ -18,7 +18,7 @@ VENDOR  := _build/vendor
 VENDOR_STAMP := $(VENDOR)/.installed
 HTML_MANAGER := $(NPM_DIR)/node_modules/@jupyter-widgets/html-manager/dist
 
-.PHONY: book test unit notebooks learner site lab learner-edition clean vendor chromium site-test
+.PHONY: book test unit notebooks lab clean vendor chromium site-test
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ unit: $(STAMP)
 	$(PARALLEL) $(BIN)/pytest tests -n $(WORKERS) -q --ignore=tests/site
 
 notebooks: $(STAMP)
-	$(PARALLEL) $(BIN)/pytest --nbval-lax chapters -n $(WORKERS) --dist loadscope -q -p no:randomly
+	$(PARALLEL) $(BIN)/pytest --nbval-lax chapters -n $(WORKERS) --dist loadscope -q
 
 ## vendor: install the site's scripts with npm and copy them to _build/vendor
 vendor: $(VENDOR_STAMP)

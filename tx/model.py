@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from .config import TransformerConfig
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
-from .masks import causal_mask, padding_mask
+from .masks import padding_mask
 from .multi_head import MultiHeadAttention
 from .positional_encoding import Embedding
 
@@ -129,9 +129,9 @@ class Transformer(nn.Module):
         start = cache.length if cache is not None else 0
         check_tokens(tgt, cfg.tgt_vocab_size, cfg.max_len, "tgt", start)
         T = tgt.size(1)
-        # A new token may see every cached position, so only a multi-token step needs a mask.
-        tgt_mask = causal_mask(T, tgt.device) if cache is None or T > 1 else None
-        if cache is not None and T > 1 and start > 0:
+        if cache is not None and T == 1:
+            tgt_mask = None  # one new token may see every position the cache holds
+        else:  # target position start + i sees positions 0 .. start + i (the causal mask when start = 0)
             tgt_mask = torch.ones(T, start + T, dtype=torch.bool, device=tgt.device).tril(start)
         if cache is None:
             src_mask = padding_mask(src, cfg.pad_id)
