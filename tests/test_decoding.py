@@ -142,3 +142,15 @@ def test_decoded_tokens_can_be_fed_back_with_gradients_on():
     (tokens, _), = tx.beam_search(model, src[:1], 2, 5, BOS, EOS)[0]
     for ys in (out, tokens[None]):
         model(src[: ys.size(0)], ys).sum().backward()  # would fail on an inference-mode tensor
+
+
+def test_cached_decoding_follows_weight_updates():
+    model = tiny_model()
+    src = torch.randint(3, 13, (3, 5))
+    before = tx.greedy_decode(model, src, 8, BOS, EOS)
+    with torch.no_grad():  # an in-place update, as an optimizer step makes
+        for layer in model.decoder.layers:
+            layer.self_attn.w_v.weight.mul_(-3.0)
+    after = tx.greedy_decode(model, src, 8, BOS, EOS, use_cache=True)
+    assert torch.equal(after, tx.greedy_decode(model, src, 8, BOS, EOS, use_cache=False))
+    assert not torch.equal(before, after)  # the update changed the translation, and the cache saw it

@@ -73,3 +73,21 @@ def test_cache_overflow_is_a_clear_error():
     cache.update(k, k)
     with pytest.raises(ValueError, match="larger max_len"):
         cache.update(k[:, :, :1], k[:, :, :1])
+
+
+def test_cache_keeps_the_stacked_projection_only_without_gradients():
+    mha = tx.MultiHeadAttention(16, 4).eval()
+    x = torch.randn(2, 1, 16)
+    with torch.no_grad():
+        cache = tx.KVCache(max_len=4)
+        mha(x, x, x, cache=cache)
+    w, b = cache.projection
+    assert torch.equal(w, torch.cat([mha.w_q.weight, mha.w_k.weight, mha.w_v.weight]))
+    assert torch.equal(b, torch.cat([mha.w_q.bias, mha.w_k.bias, mha.w_v.bias]))
+    # With gradients on, each step builds its own graph: a backward pass after one step
+    # must leave the next step free to run its own.
+    cache = tx.KVCache(max_len=4)
+    for t in range(2):
+        mha(x, x, x, cache=cache).sum().backward()
+        cache.k, cache.v = cache.k.detach(), cache.v.detach()
+    assert cache.projection is None and mha.w_q.weight.grad is not None

@@ -75,5 +75,10 @@ class Residual(nn.Module):
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         """Apply ``sublayer`` to ``x`` [B, T, D] with the residual and the norm; returns [B, T, D]."""
         if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+            return x + self._drop(sublayer(self.norm(x)))
+        return self.norm(x + self._drop(sublayer(x)))
+
+    def _drop(self, y: Tensor) -> Tensor:
+        # Dropout is the identity in eval mode; skipping the module call saves its
+        # overhead at every generated token while decoding.
+        return self.dropout(y) if self.training else y

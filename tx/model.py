@@ -46,7 +46,7 @@ def check_tokens(tokens: Tensor, vocab_size: int, max_len: int, name: str, start
             f"{name} reaches position {start + tokens.size(1)} but the model's max_len is {max_len}. "
             "Shorten the sequence, or build the model with a larger max_len."
         )
-    low, high = torch.stack(torch.aminmax(tokens)).tolist()  # one pass, one sync
+    low, high = (int(t) for t in torch.aminmax(tokens))  # one pass over the ids
     if low < 0 or high >= vocab_size:
         bad = low if low < 0 else high
         raise ValueError(

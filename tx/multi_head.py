@@ -47,6 +47,7 @@ class KVCache:
         self.k: Tensor | None = None  # [B, H, max_len, Dh] (growing) or [B, H, S, Dh] (static)
         self.v: Tensor | None = None
         self.length = 0
+        self.projection: tuple[Tensor, Tensor] | None = None  # stacked W^Q, W^K, W^V while decoding (MultiHeadAttention._stacked)
 
     @property
     def filled(self) -> bool:
@@ -105,7 +106,6 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model)  # W^O: mixes the concatenated heads
         self.record = False  # keep attention weights on every call (see Transformer.recording_attention)
         self.attention_weights: Tensor | None = None
-        self._stack_cache: dict[int, tuple] = {}  # see _stacked
 
     def forward(
         self,
@@ -118,14 +118,7 @@ class MultiHeadAttention(nn.Module):
     ) -> Tensor:
         """Attend from ``query`` to ``key``/``value``; returns [B, Tq, D]."""
         H = self.n_heads
-        q, k, v = self._project(query, key, value, cache)
-        q = split_heads(q, H)  # [B, H, Tq, Dh]
-        if k is None:
-            k, v = cache.k, cache.v  # [B, H, Tk, Dh], from a filled static cache
-        else:
-            k, v = split_heads(k, H), split_heads(v, H)  # [B, H, Tk, Dh]
-            if cache is not None:
-                k, v = cache.update(k, v)
+        q, k, v = self._project(query, key, value, cache)  # [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]
         if mask is not None:
             check_mask(mask, (q.size(0), H, q.size(2), k.size(2)))
         p = self.dropout if self.training else 0.0
@@ -138,33 +131,40 @@ class MultiHeadAttention(nn.Module):
 
     def _project(
         self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None
-    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """Q, K, V [B, T, D] from W^Q, W^K, W^V; K and V are None when a static cache holds them.
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Q [B, H, Tq, Dh] and K, V [B, H, Tk, Dh]: projected by W^Q, W^K, W^V and split into heads.
 
         When inputs coincide (self-attention, or keys and values from the same memory) the
-        matrices are stacked so that one larger matrix multiply replaces two or three.
+        matrices are stacked so that one larger matrix multiply replaces two or three; its
+        output splits into 3H (or 2H) heads, the first H of them the queries'. With a cache,
+        K and V also hold every earlier position's keys and values.
         """
-        if cache is not None and cache.filled:
-            return self.w_q(query), None, None  # cross-attention: memory projected once per sentence
+        H = self.n_heads
+        if cache is not None and cache.filled:  # cross-attention: memory projected once per sentence
+            return split_heads(self.w_q(query), H), cache.k, cache.v
         if query is key and key is value:
-            return F.linear(query, *self._stacked(self.w_q, self.w_k, self.w_v)).chunk(3, dim=-1)
-        if key is value:
-            k, v = F.linear(key, *self._stacked(self.w_k, self.w_v)).chunk(2, dim=-1)
-            return self.w_q(query), k, v
-        return self.w_q(query), self.w_k(key), self.w_v(value)
+            qkv = split_heads(F.linear(query, *self._stacked(cache, self.w_q, self.w_k, self.w_v)), 3 * H)
+            q, k, v = qkv.chunk(3, dim=1)
+        elif key is value:
+            kv = split_heads(F.linear(key, *self._stacked(cache, self.w_k, self.w_v)), 2 * H)
+            q, (k, v) = split_heads(self.w_q(query), H), kv.chunk(2, dim=1)
+        else:
+            q, k, v = (split_heads(w(x), H) for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+        if cache is not None:
+            k, v = cache.update(k, v)
+        return q, k, v
 
-    def _stacked(self, *layers: nn.Linear) -> tuple[Tensor, Tensor]:
+    def _stacked(self, cache: KVCache | None, *layers: nn.Linear) -> tuple[Tensor, Tensor]:
         """The layers' weights [n*D, D] and biases [n*D], stacked.
 
-        Training stacks them anew each call so gradients flow to each matrix. Without
-        gradients (decoding) the stack is kept until a weight changes, since re-stacking
-        at every generated token would cost as much as the projection itself.
+        Stacked anew at every call, so that gradients flow to each matrix, except when
+        decoding without gradients: then the cache keeps the stack for the whole decoding
+        (the weights do not change in between), since re-stacking at every generated token
+        would cost as much as projecting the token.
         """
-        tensors = [t for layer in layers for t in (layer.weight, layer.bias)]
-        if torch.is_grad_enabled():
-            return torch.cat(tensors[0::2]), torch.cat(tensors[1::2])
-        key = tuple((t.data_ptr(), t._version) for t in tensors)  # _version counts in-place updates
-        hit = self._stack_cache.get(len(layers))
-        if hit is None or hit[0] != key:
-            hit = self._stack_cache[len(layers)] = (key, torch.cat(tensors[0::2]), torch.cat(tensors[1::2]))
-        return hit[1], hit[2]
+        if cache is not None and cache.projection is not None:
+            return cache.projection
+        stacked = torch.cat([m.weight for m in layers]), torch.cat([m.bias for m in layers])
+        if cache is not None and not torch.is_grad_enabled():
+            cache.projection = stacked
+        return stacked
