@@ -26,22 +26,12 @@ def pre_ln_stack(x, sublayers, norms, final_norm):
     return final_norm(x)
 
 
-def stub(*args):
-    raise NotImplementedError
-
-
 def test_reference_answers_pass(capsys):
     ch07.check_layer_norm(layer_norm)
     ch07.check_post_ln_step(post_ln_step)
     ch07.check_pre_ln_stack(pre_ln_stack)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all(line.startswith("Correct:") for line in lines)
-
-
-@pytest.mark.parametrize("checker", [ch07.check_layer_norm, ch07.check_post_ln_step, ch07.check_pre_ln_stack])
-def test_a_stub_gets_a_hint(checker):
-    with pytest.raises(AssertionError, match="NotImplementedError"):
-        checker(stub)
 
 
 @pytest.mark.parametrize("wrong, hint", [

@@ -12,18 +12,37 @@ removed and outputs cleared (see :mod:`tx.exercises.learner`).
 
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import torch
 from torch import Tensor
 
-__all__ = ["call", "as_shape", "assert_tensor", "assert_number", "passed"]
+__all__ = ["call", "as_shape", "assert_tensor", "assert_number", "passed", "keeps_random_state"]
+
+Checker = TypeVar("Checker", bound=Callable[..., Any])
 
 
 def passed(message: str) -> None:
     """Print the one line a correct answer earns."""
     print(f"Correct: {message}")
+
+
+def keeps_random_state(checker: Checker) -> Checker:
+    """Run ``checker`` with torch's global random state saved and restored afterwards.
+
+    A checker builds layers and draws inputs; without this, checking an answer would
+    change what the notebook's next random call gives, and a seeded chapter would no
+    longer reproduce its numbers after an exercise.
+    """
+
+    @functools.wraps(checker)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with torch.random.fork_rng(devices=[]):
+            return checker(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

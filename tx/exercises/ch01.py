@@ -11,7 +11,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from . import call, passed
+from . import call, keeps_random_state, passed
 from ..decoder import DecoderLayer
 from ..encoder import Encoder, EncoderLayer
 
@@ -23,6 +23,7 @@ def _count(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
+@keeps_random_state
 def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
     """``fn(d_model, d_ff)`` must give the parameter count of one :class:`~tx.encoder.EncoderLayer`."""
     for d_model, d_ff, n_heads in ((4, 8, 2), (6, 10, 3), (128, 256, 4), (512, 2048, 8)):
@@ -73,6 +74,7 @@ def _reads_memory(layer: DecoderLayer) -> set[str]:
     return readers
 
 
+@keeps_random_state
 def check_memory_sublayer(fn: Callable[[], Any]) -> None:
     """``fn()`` must name the attribute of :class:`~tx.decoder.DecoderLayer` that reads the encoder's output."""
     layer = DecoderLayer(8, 2, 16)
@@ -94,6 +96,7 @@ def check_memory_sublayer(fn: Callable[[], Any]) -> None:
     raise AssertionError(f"{hint} Which sub-layer is called with `memory` in tx.DecoderLayer.forward?")
 
 
+@keeps_random_state
 def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
     """``fn(layers)`` must say whether the layers of a stack hold separate parameter tensors."""
     torch.manual_seed(0)

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import as_shape, assert_tensor, call, passed
+from . import as_shape, assert_tensor, call, keeps_random_state, passed
 from .. import data
 from ..layers import FeedForward
 from ..positional_encoding import Embedding
@@ -20,6 +20,7 @@ from ..positional_encoding import Embedding
 __all__ = ["check_position_wise_ffn", "check_embedded_shape", "check_embed_tokens"]
 
 
+@keeps_random_state
 def check_position_wise_ffn(fn: Callable[..., Any]) -> None:
     """``fn(x, w1, b1, w2, b2)`` must equal :class:`~tx.layers.FeedForward` with the same weights."""
     gen = torch.Generator().manual_seed(0)
@@ -44,6 +45,7 @@ def check_position_wise_ffn(fn: Callable[..., Any]) -> None:
     passed("max(0, x W1 + b1) W2 + b2 matches tx.FeedForward at every position.")
 
 
+@keeps_random_state
 def check_embedded_shape(fn: Callable[[list[str], int], Any]) -> None:
     """``fn(sentences, d_model)`` must give the shape of the embedded, padded source batch."""
     batches = (
@@ -83,6 +85,7 @@ def _book_embedding() -> tuple[Embedding, Any]:
     return ck.model.src_embed, ck.src_vocab
 
 
+@keeps_random_state
 def check_embed_tokens(fn: Callable[[Tensor, Tensor], Any]) -> None:
     """``fn(ids [B, T], table [V, D])`` must give the scaled embeddings the book's model uses, [B, T, D]."""
     embed, vocab = _book_embedding()

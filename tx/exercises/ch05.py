@@ -12,7 +12,7 @@ from torch import Tensor
 
 from ..attention import attention
 from ..multi_head import MultiHeadAttention, merge_heads, split_heads
-from . import assert_tensor, call, passed
+from . import assert_tensor, call, keeps_random_state, passed
 
 __all__ = ["check_split_heads", "check_combine_heads", "check_count_parameters"]
 
@@ -62,6 +62,7 @@ def check_combine_heads(fn: Callable[..., Any]) -> None:
     passed("concatenating the heads and applying W^O gives tx.MultiHeadAttention's output.")
 
 
+@keeps_random_state
 def check_count_parameters(fn: Callable[..., Any]) -> None:
     """``fn(d_model, n_heads) -> int`` must count tx.MultiHeadAttention's parameters."""
     for d_model, n_heads in [(512, 8), (512, 1), (512, 16), (1024, 16), (128, 4), (6, 3)]:

@@ -1,0 +1,81 @@
+"""What every exercise checker promises, tested for all of them at once.
+
+The checkers are found by name (``check_*`` in ``tx.exercises.chNN``), so a new one is
+covered without a line here. Each chapter's own file, ``test_exercises_chNN.py``, tests
+what is particular to its checkers: the reference answers pass, the usual mistakes get
+the right hint.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import tx.exercises
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER_MODULES = sorted(m.name for m in pkgutil.iter_modules(tx.exercises.__path__) if re.fullmatch(r"ch\d\d", m.name))
+
+
+def checkers_of(chapter: str) -> dict[str, object]:
+    module = importlib.import_module(f"tx.exercises.{chapter}")
+    return {
+        name: fn for name, fn in inspect.getmembers(module, inspect.isfunction)
+        if name.startswith("check_") and fn.__module__ == module.__name__
+    }
+
+
+CHECKERS = [(f"{ch}.{name}", fn) for ch in CHAPTER_MODULES for name, fn in checkers_of(ch).items()]
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+def test_every_chapter_has_two_to_four_checkers():
+    chapters = sorted(p.name[:2] for p in (ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    assert CHAPTER_MODULES == [f"ch{n}" for n in chapters]
+    for chapter in CHAPTER_MODULES:
+        assert 2 <= len(checkers_of(chapter)) <= 4, chapter
+
+
+@pytest.mark.parametrize("name, checker", CHECKERS, ids=[name for name, _ in CHECKERS])
+def test_a_stub_gets_a_hint(name, checker):
+    with pytest.raises(AssertionError, match="still raises NotImplementedError"):
+        checker(stub)
+
+
+@pytest.mark.parametrize("name, checker", CHECKERS, ids=[name for name, _ in CHECKERS])
+def test_something_other_than_a_function_gets_a_hint(name, checker):
+    with pytest.raises(AssertionError, match="expected a function"):
+        checker(None)
+
+
+@pytest.mark.parametrize("name, checker", CHECKERS, ids=[name for name, _ in CHECKERS])
+def test_checking_leaves_the_random_stream_alone(name, checker):
+    # A chapter is seeded once at the top; an exercise's check must not shift what the
+    # notebook draws next. (The chapters' own tests check the same with correct answers.)
+    torch.manual_seed(1234)
+    expected = torch.rand(4)
+    torch.manual_seed(1234)
+    with pytest.raises(AssertionError):
+        checker(stub)
+    assert torch.equal(torch.rand(4), expected)
+
+
+def test_each_checker_is_called_once_by_its_own_chapter():
+    calls = []
+    for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if "check" in cell.get("metadata", {}).get("tags", []):
+                for chapter, name in re.findall(r"tx\.exercises\.(ch\d\d)\.(check_\w+)", "".join(cell["source"])):
+                    assert chapter == f"ch{path.name[:2]}", f"{path.name} calls {chapter}.{name}"
+                    calls.append(f"{chapter}.{name}")
+    assert sorted(calls) == sorted(name for name, _ in CHECKERS)
