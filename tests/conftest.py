@@ -20,3 +20,11 @@ def tiny_model(**overrides):
               dropout=0.0, max_len=24)
     kw.update(overrides)
     return tx.Transformer(**kw).eval()
+
+
+@pytest.fixture(scope="session")
+def grammar() -> dict[str, str]:
+    """Every pair the book's grammar makes, French -> English."""
+    from tx.grammar import grammar_pairs
+
+    return dict(grammar_pairs())

@@ -3,8 +3,8 @@
 Axes used throughout: B batch, S source length, T target length, D d_model, H heads,
 Dh = D / H head size, V vocabulary size.
 
-The model pieces import eagerly; the heavier helpers (``tx.data``, ``tx.train``,
-``tx.evaluate``, ``tx.checkpoint``, ``tx.viz``, ``tx.exercises``) load on first use.
+The model pieces import eagerly; the heavier helpers (``tx.data``, ``tx.grammar``,
+``tx.train``, ``tx.evaluate``, ``tx.checkpoint``, ``tx.viz``, ``tx.exercises``) load on first use.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ __all__ = [
     "KVCache", "positional_encoding", "Embedding", "causal_mask", "padding_mask", "FeedForward",
     "Residual", "Dropout", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
     "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
-    "data", "train", "evaluate", "checkpoint", "viz", "exercises",
+    "data", "grammar", "train", "evaluate", "checkpoint", "viz", "exercises",
 ]
 
-_LAZY = {"data", "train", "evaluate", "checkpoint", "viz", "exercises"}
+_LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "exercises"}
 
 
 def device() -> torch.device:
