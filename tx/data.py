@@ -201,7 +201,7 @@ def split_corpus(pairs: Sequence[Pair], seed: int = 0, valid_fraction: float = 0
         raise ValueError("split_corpus got no sentence pairs; give at least a few (source, target) pairs.")
     keep = set(keep_in_train)
     sources = sorted({fr for fr, _ in pairs} - keep)
-    # A string seed gives a stream of its own, unrelated to generate_pairs' stream.
+    # A string seed gives a stream of its own, unrelated to tx.grammar.generate_pairs' stream.
     random.Random(f"split-{seed}").shuffle(sources)
     n_valid, n_test = round(valid_fraction * len(pairs)), round(test_fraction * len(pairs))
     if n_valid + n_test > len(sources):
