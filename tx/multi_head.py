@@ -47,7 +47,8 @@ class KVCache:
         self.k: Tensor | None = None  # [B, H, max_len, Dh] (growing) or [B, H, S, Dh] (static)
         self.v: Tensor | None = None
         self.length = 0
-        self.projection: tuple[Tensor, Tensor] | None = None  # stacked W^Q, W^K, W^V while decoding (MultiHeadAttention._stacked)
+        # The layer's stacked W^Q, W^K, W^V, kept for one decoding (see MultiHeadAttention._stacked).
+        self.projection: tuple[Tensor, Tensor] | None = None
 
     @property
     def filled(self) -> bool:
@@ -142,12 +143,14 @@ class MultiHeadAttention(nn.Module):
         H = self.n_heads
         if cache is not None and cache.filled:  # cross-attention: memory projected once per sentence
             return split_heads(self.w_q(query), H), cache.k, cache.v
-        if query is key and key is value:
-            qkv = split_heads(F.linear(query, *self._stacked(cache, self.w_q, self.w_k, self.w_v)), 3 * H)
-            q, k, v = qkv.chunk(3, dim=1)
-        elif key is value:
-            kv = split_heads(F.linear(key, *self._stacked(cache, self.w_k, self.w_v)), 2 * H)
-            q, (k, v) = split_heads(self.w_q(query), H), kv.chunk(2, dim=1)
+        if query is key and key is value:  # self-attention
+            w, b = self._stacked(cache, self.w_q, self.w_k, self.w_v)  # [3D, D], [3D]
+            qkv = split_heads(F.linear(query, w, b), 3 * H)  # [B, 3H, T, Dh]
+            q, k, v = qkv.chunk(3, dim=1)  # each [B, H, T, Dh]
+        elif key is value:  # keys and values from the same memory
+            w, b = self._stacked(cache, self.w_k, self.w_v)  # [2D, D], [2D]
+            k, v = split_heads(F.linear(key, w, b), 2 * H).chunk(2, dim=1)  # each [B, H, Tk, Dh]
+            q = split_heads(self.w_q(query), H)  # [B, H, Tq, Dh]
         else:
             q, k, v = (split_heads(w(x), H) for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
         if cache is not None:
