@@ -12,6 +12,13 @@ def _seed():
     torch.manual_seed(0)
 
 
+def rng_untouched(fn, *args) -> bool:
+    """Call ``fn(*args)`` and say whether torch's global random stream is where it was."""
+    before = torch.get_rng_state()
+    fn(*args)
+    return torch.equal(before, torch.get_rng_state())
+
+
 def tiny_model(**overrides):
     """A small tx.Transformer for fast property tests."""
     import tx

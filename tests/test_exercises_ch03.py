@@ -7,14 +7,8 @@ import math
 import pytest
 import torch
 
+from conftest import rng_untouched
 from tx.exercises import ch03
-
-
-def rng_untouched(checker, answer):
-    """Run a checker and return whether torch's global random stream is where it was."""
-    before = torch.get_rng_state()
-    checker(answer)
-    return torch.equal(before, torch.get_rng_state())
 
 
 # ----------------------------------------------------------------- one scaled score

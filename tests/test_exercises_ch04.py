@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from conftest import rng_untouched
 from tx.exercises import ch04
 
 
@@ -73,9 +74,7 @@ def test_variance_rejects_wrong_answers(wrong, hint):
 
 
 def test_variance_checker_leaves_the_global_random_stream_alone():
-    before = torch.get_rng_state()
-    ch04.check_dot_product_variance(variance_right)
-    assert torch.equal(before, torch.get_rng_state())
+    assert rng_untouched(ch04.check_dot_product_variance, variance_right)
 
 
 # ----------------------------------------------------------------- attention in matrix form
