@@ -64,6 +64,7 @@ def test_beam_size_one_equals_greedy():
         assert torch.all(row[len(tokens) :] == model.config.pad_id)
 
 
+@torch.no_grad()
 def sequence_log_prob(model, src, seq):
     logits = model(src[None], torch.tensor([seq[:-1]]))[0].log_softmax(-1)
     return sum(float(logits[t, tok]) for t, tok in enumerate(seq[1:]))
