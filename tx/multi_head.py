@@ -90,7 +90,9 @@ class MultiHeadAttention(nn.Module):
     True = may attend. With ``need_weights=True`` (or ``record = True``) the explicit
     softmax path runs and ``attention_weights`` keeps [B, H, Tq, Tk] for figures; otherwise
     torch's fused ``scaled_dot_product_attention`` computes the same numbers faster.
-    ``dropout`` applies to the attention weights, in training only.
+    ``dropout`` applies to the attention weights, in training only. Self-attention applies
+    ``w_q``, ``w_k`` and ``w_v`` as one stacked matrix, so forward hooks on those three
+    do not fire there: hook the attention module itself.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
