@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .checks import check_float, check_same, check_tensor
 from .masks import check_mask
 
 __all__ = ["attention", "self_attention_by_vectors"]
@@ -27,8 +28,11 @@ def attention(
     query [..., Tq, Dk], key [..., Tk, Dk], value [..., Tk, Dv]. ``mask`` is bool,
     broadcastable to [..., Tq, Tk], True = may attend. ``dropout_p`` drops attention
     weights before they mix the values (training only); the weights returned are the
-    undropped ones, the ones worth drawing.
+    undropped ones, the ones worth drawing. A query row whose mask is all False attends to
+    nothing: its weights are all zero and its output is zero (as in torch's fused kernel).
     """
+    _check_qkv(query, key, value)
+    check_float("dropout_p", dropout_p, 0, 1, high_open=True)
     d_k = query.size(-1)
     # Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever d_k is, so the
     # softmax does not saturate into one-hot weights with vanishing gradients.
@@ -37,8 +41,28 @@ def attention(
         check_mask(mask, scores.shape)
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)  # [..., Tq, Tk]
+    if mask is not None:  # a fully masked row is 0/0 = NaN after the softmax: make it zero weights
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     mixing = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return mixing @ value, weights  # [..., Tq, Dv], [..., Tq, Tk]
+
+
+def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
+    """Query, key and value are floating tensors of at least 2 dims whose sizes fit together."""
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_tensor(name, x, floating=True)
+        if x.dim() < 2:
+            raise ValueError(f"{name} must have shape [..., positions, features], got {tuple(x.shape)}.")
+    if query.size(-1) != key.size(-1):
+        raise ValueError(
+            f"query and key must have the same last size Dk to be compared by dot products: "
+            f"query {tuple(query.shape)}, key {tuple(key.shape)}."
+        )
+    if key.size(-2) != value.size(-2):
+        raise ValueError(
+            f"key and value must hold one vector per key position: key has {key.size(-2)} positions "
+            f"({tuple(key.shape)}), value {value.size(-2)} ({tuple(value.shape)})."
+        )
 
 
 def self_attention_by_vectors(X: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) -> Tensor:
@@ -47,6 +71,7 @@ def self_attention_by_vectors(X: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) 
     X [n, D] holds one embedding per word; W_q, W_k [D, Dk]; W_v [D, Dv]. Returns Z [n, Dv],
     equal to ``attention(X @ W_q, X @ W_k, X @ W_v)[0]``.
     """
+    _check_vectors(X, W_q, W_k, W_v)
     n = X.shape[0]
     d_k = W_k.shape[1]
     # Step 1: a query, a key and a value vector for every word.
@@ -66,3 +91,14 @@ def self_attention_by_vectors(X: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) 
         # Step 6: sum the weighted values: the output for word i.
         Z.append(torch.stack(weighted).sum(dim=0))  # [Dv]
     return torch.stack(Z)  # [n, Dv]
+
+
+def _check_vectors(X: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) -> None:
+    """X [n, D] and weights [D, Dk], [D, Dk], [D, Dv] that fit together."""
+    check_tensor("X", X, dims=2, floating=True)
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
+        check_tensor(name, W, dims=2, floating=True)
+        check_same("the embedding sizes", "X.shape[1]", X.shape[1], f"{name}.shape[0]", W.shape[0],
+                   "Give [D, Dk] weights for [n, D] embeddings.")
+    check_same("the query and key sizes", "W_q.shape[1]", W_q.shape[1], "W_k.shape[1]", W_k.shape[1],
+               "Queries and keys are compared by dot products, so they need the same size.")

@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from .checks import check_bool, check_float, check_heads, check_int
+
 __all__ = ["TransformerConfig"]
 
 
@@ -27,20 +29,22 @@ class TransformerConfig:
     attention_dropout: float = 0.0  # dropout on attention weights; the paper's 5.4 names none
 
     def __post_init__(self) -> None:
-        if self.d_model % self.n_heads != 0:
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}: every head "
-                f"gets d_model / n_heads features. Choose n_heads among the divisors of {self.d_model}."
-            )
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            check_int(name, getattr(self, name), low=1)
+        check_int("pad_id", self.pad_id, low=0, high=min(self.src_vocab_size, self.tgt_vocab_size) - 1)
+        check_float("dropout", self.dropout, 0, 1, high_open=True)
+        check_float("attention_dropout", self.attention_dropout, 0, 1, high_open=True)
+        check_bool("share_embeddings", self.share_embeddings)
+        check_bool("norm_first", self.norm_first)
+        check_heads(self.d_model, self.n_heads)
+        if self.d_model % 2 != 0:
+            raise ValueError(f"d_model must be even, got {self.d_model}: the positional encoding pairs a sine with a cosine.")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 f"share_embeddings=True ties one weight matrix across source and target, but the "
                 f"vocabularies differ ({self.src_vocab_size} vs {self.tgt_vocab_size} words). Build one "
                 "joint vocabulary for both languages, or set share_embeddings=False."
             )
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}.")
 
     @classmethod
     def base(cls, src_vocab_size: int = 37000, tgt_vocab_size: int | None = None, **overrides: Any) -> "TransformerConfig":

@@ -9,8 +9,10 @@ self-attention (one position longer after every step) and one for its cross-atte
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
+from .checks import check_int
 from .layers import FeedForward, Residual
 from .multi_head import KVCache, MultiHeadAttention
 
@@ -18,12 +20,29 @@ __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
 
 
 class DecoderCache:
-    """One self-attention and one cross-attention :class:`~tx.multi_head.KVCache` per decoder layer."""
+    """One self-attention and one cross-attention :class:`~tx.multi_head.KVCache` per decoder layer.
+
+    A cache serves one decoding of one batch of sources: it keeps their memory's keys and values,
+    so :meth:`bind` refuses another memory. Make a new cache for every new source.
+    """
 
     def __init__(self, n_layers: int, max_len: int):
+        check_int("n_layers", n_layers, low=1)
         self.self_attn = [KVCache(max_len) for _ in range(n_layers)]
         self.cross_attn = [KVCache(max_len, static=True) for _ in range(n_layers)]
         self.src_mask: Tensor | None = None  # the source's padding mask, built at the first step
+        self.memory: Tensor | None = None  # the memory of the first step: the cache's keys and values come from it
+
+    def bind(self, memory: Tensor) -> None:
+        """Remember ``memory`` at the first step; at later steps, refuse a different one."""
+        if self.memory is None:
+            self.memory = memory
+        elif memory is not self.memory and not (memory.shape == self.memory.shape and torch.equal(memory, self.memory)):
+            raise ValueError(
+                "this DecoderCache already holds the keys and values of another memory (another source "
+                "sentence); reusing it would decode against the old sentence. Make a new cache with "
+                "model.new_cache() for every new source."
+            )
 
     @property
     def length(self) -> int:

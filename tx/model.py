@@ -16,6 +16,7 @@ from typing import Iterator
 import torch
 from torch import Tensor, nn
 
+from .checks import check_tensor
 from .config import TransformerConfig
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
@@ -128,6 +129,9 @@ class Transformer(nn.Module):
         cfg = self.config
         start = cache.length if cache is not None else 0
         check_tokens(tgt, cfg.tgt_vocab_size, cfg.max_len, "tgt", start)
+        self._check_memory(memory, src, tgt)
+        if cache is not None:
+            cache.bind(memory)
         T = tgt.size(1)
         if cache is not None and T == 1:
             tgt_mask = None  # one new token may see every position the cache holds
@@ -142,13 +146,23 @@ class Transformer(nn.Module):
         x = self.decoder(self.tgt_embed(tgt, start), memory, src_mask, tgt_mask, cache)
         return self.generator(x)  # [B, T, V]
 
+    def _check_memory(self, memory: Tensor, src: Tensor, tgt: Tensor) -> None:
+        """memory [B, S, D] must come from ``src`` [B, S] and match ``tgt`` [B, T]: shapes only."""
+        check_tensor("memory", memory, dims=3, floating=True)
+        check_tensor("src", src, dims=2)
+        if memory.shape != (src.size(0), src.size(1), self.config.d_model) or tgt.size(0) != src.size(0):
+            raise ValueError(
+                f"memory must be model.encode(src), [B, S, D={self.config.d_model}], for the same B sentences "
+                f"as tgt: got memory {tuple(memory.shape)}, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}."
+            )
+
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Teacher forcing: logits [B, T, V] for every target position at once."""
         return self.decode(self.encode(src), src, tgt)
 
     def new_cache(self, max_len: int | None = None) -> DecoderCache:
         """An empty key/value cache for incremental decoding of up to ``max_len`` target positions."""
-        return DecoderCache(self.config.n_layers, max_len or self.config.max_len)
+        return DecoderCache(self.config.n_layers, self.config.max_len if max_len is None else max_len)
 
     def attention_layers(self) -> dict[str, MultiHeadAttention]:
         """Every attention module by name, e.g. ``"encoder.layers.0.self_attn"``, ``"decoder.layers.1.cross_attn"``."""

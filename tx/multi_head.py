@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import attention
+from .checks import check_float, check_heads, check_int, check_tensor
 from .masks import check_mask
 
 __all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "KVCache"]
@@ -22,12 +23,15 @@ __all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "KVCache"]
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """[B, T, D] -> [B, H, T, Dh]: give every head its own slice of the features."""
+    check_tensor("x", x, dims=3)
+    check_heads(x.size(-1), n_heads)
     B, T, D = x.shape
     return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)  # [B, H, T, Dh]
 
 
 def merge_heads(x: Tensor) -> Tensor:
     """[B, H, T, Dh] -> [B, T, H*Dh]: concatenate the heads' outputs position by position."""
+    check_tensor("x", x, dims=4)
     B, H, T, Dh = x.shape
     return x.transpose(1, 2).reshape(B, T, H * Dh)  # [B, T, D]
 
@@ -42,6 +46,7 @@ class KVCache:
     """
 
     def __init__(self, max_len: int, static: bool = False):
+        check_int("max_len", max_len, low=1)
         self.max_len = max_len
         self.static = static
         self.k: Tensor | None = None  # [B, H, max_len, Dh] (growing) or [B, H, S, Dh] (static)
@@ -97,11 +102,8 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
         super().__init__()
-        if d_model % n_heads != 0:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by n_heads={n_heads}: every head gets "
-                f"d_model / n_heads features. Choose n_heads among the divisors of {d_model}."
-            )
+        check_heads(d_model, n_heads)
+        check_float("dropout", dropout, 0, 1, high_open=True)
         self.d_model, self.n_heads, self.dropout = d_model, n_heads, dropout
         self.w_q = nn.Linear(d_model, d_model)  # the H query projections W^Q_i, side by side
         self.w_k = nn.Linear(d_model, d_model)
@@ -121,6 +123,7 @@ class MultiHeadAttention(nn.Module):
     ) -> Tensor:
         """Attend from ``query`` to ``key``/``value``; returns [B, Tq, D]."""
         H = self.n_heads
+        self._check_inputs(query, key, value)
         q, k, v = self._project(query, key, value, cache)  # [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]
         if mask is not None:
             check_mask(mask, (q.size(0), H, q.size(2), k.size(2)))
@@ -131,6 +134,19 @@ class MultiHeadAttention(nn.Module):
         else:
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         return self.w_o(merge_heads(z))  # [B, Tq, D]
+
+    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+        """query [B, Tq, D], key and value [B, Tk, D], D = d_model: shapes only, so it costs next to nothing."""
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            check_tensor(name, x, dims=3, floating=True)
+            if x.size(-1) != self.d_model:
+                raise ValueError(f"{name} must have d_model={self.d_model} features, got shape {tuple(x.shape)}.")
+        if key.shape[:2] != value.shape[:2] or key.size(0) != query.size(0):
+            raise ValueError(
+                "query [B, Tq, D], key [B, Tk, D] and value [B, Tk, D] must share B, and key and value "
+                f"Tk (one value per key): got query {tuple(query.shape)}, key {tuple(key.shape)}, "
+                f"value {tuple(value.shape)}."
+            )
 
     def _project(
         self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None
