@@ -94,6 +94,7 @@ class Decoder(nn.Module):
         norm_first: bool = False, attention_dropout: float = 0.0,
     ):
         super().__init__()
+        check_int("n_layers", n_layers, low=1)
         self.layers = nn.ModuleList(
             DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, attention_dropout)
             for _ in range(n_layers)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from .checks import check_int
 from .layers import FeedForward, Residual
 from .multi_head import MultiHeadAttention
 
@@ -44,6 +45,7 @@ class Encoder(nn.Module):
         norm_first: bool = False, attention_dropout: float = 0.0,
     ):
         super().__init__()
+        check_int("n_layers", n_layers, low=1)
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, attention_dropout)
             for _ in range(n_layers)

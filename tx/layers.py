@@ -15,6 +15,8 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 
+from .checks import check_bool, check_float, check_int
+
 __all__ = ["FeedForward", "Residual", "Dropout"]
 
 
@@ -28,8 +30,7 @@ class Dropout(nn.Module):
 
     def __init__(self, p: float = 0.1):
         super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}.")
+        check_float("dropout probability p", p, 0, 1, high_open=True)
         self.p = p
 
     def forward(self, x: Tensor) -> Tensor:
@@ -48,6 +49,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int):
         super().__init__()
+        check_int("d_model", d_model, low=1)
+        check_int("d_ff", d_ff, low=1)
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
 
@@ -68,6 +71,8 @@ class Residual(nn.Module):
 
     def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False):
         super().__init__()
+        check_int("d_model", d_model, low=1)
+        check_bool("norm_first", norm_first)
         self.norm = nn.LayerNorm(d_model)
         self.dropout = Dropout(dropout)
         self.norm_first = norm_first

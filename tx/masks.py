@@ -13,13 +13,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .checks import check_int, check_tensor
+
 __all__ = ["causal_mask", "padding_mask", "check_mask"]
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
     """Bool [T, T], True on and below the diagonal: position t may see positions 0..t."""
-    if T < 1:
-        raise ValueError(f"causal_mask needs a length of at least 1, got T={T}.")
+    check_int("T", T, low=1)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
@@ -28,6 +29,8 @@ def padding_mask(tokens: Tensor, pad_id: int = 0) -> Tensor:
 
     The two singleton axes broadcast over heads and query positions.
     """
+    check_tensor("tokens", tokens, dims=2)
+    check_int("pad_id", pad_id, low=0)
     return (tokens != pad_id)[:, None, None, :]  # [B, 1, 1, S]
 
 

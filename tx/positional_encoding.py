@@ -16,6 +16,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .checks import check_int
 from .layers import Dropout
 
 __all__ = ["positional_encoding", "Embedding"]
@@ -23,6 +24,8 @@ __all__ = ["positional_encoding", "Embedding"]
 
 def positional_encoding(max_len: int, d_model: int) -> Tensor:
     """The paper's sinusoidal table [max_len, d_model], sines on even and cosines on odd dimensions."""
+    check_int("max_len", max_len, low=1)
+    check_int("d_model", d_model, low=2)
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even to pair sines with cosines, got {d_model}.")
     pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # [L, 1]
@@ -43,6 +46,7 @@ class Embedding(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1):
         super().__init__()
+        check_int("vocab_size", vocab_size, low=1)
         self.token = nn.Embedding(vocab_size, d_model)
         self.scale = math.sqrt(d_model)
         self.dropout = Dropout(dropout)
@@ -52,5 +56,10 @@ class Embedding(nn.Module):
     def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
         """Embed tokens that sit at positions start .. start+T-1; returns [B, T, D]."""
         T = tokens.size(1)
+        if start + T > self.pe.size(0):
+            raise ValueError(
+                f"positions {start}..{start + T - 1} are past the positional table's {self.pe.size(0)} rows; "
+                "shorten the sequence or build the model with a larger max_len."
+            )
         x = self.token(tokens) * self.scale + self.pe[start : start + T]  # [B, T, D]
         return self.dropout(x)
