@@ -6,23 +6,26 @@ safetensors file holds only tensors and a JSON header.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
 from safetensors.torch import load_model, save_model
 
 from .config import TransformerConfig
-from .data import Vocab
+from .data import Vocab, check_vocabs
 from .model import Transformer
 
-__all__ = ["save", "load", "load_into", "read_metadata", "Checkpoint", "BOOK_MODEL"]
+__all__ = ["save", "load", "load_into", "read_metadata", "check_writable", "Checkpoint", "BOOK_MODEL"]
 
 _JSON_KEYS = ("config", "info", "src_vocab", "tgt_vocab")
+_CHECKSUM = "tensor_sha256"  # metadata key: SHA-256 of every byte after the header
 
 BOOK_MODEL = Path(__file__).parent / "checkpoints" / "fr_en_small.safetensors"
 """The book's small French->English model, written by ``python -m tx.train`` (see the README)."""
@@ -45,37 +48,146 @@ def save(
     """Write weights, config, vocabularies and ``info`` to one .safetensors file; returns its path.
 
     The file is written beside its destination and renamed into place, so a crash never
-    leaves a half-written checkpoint over a good one.
+    leaves a half-written checkpoint over a good one; an overwritten file keeps its mode.
+    A SHA-256 of the tensor bytes goes into the metadata, and :func:`load` verifies it.
     """
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a tx.Transformer, got {type(model).__name__}.")
+    check_vocabs(model.config, src_vocab, tgt_vocab)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"format": "tx", "config": json.dumps(model.config.to_dict()), "info": json.dumps(info or {})}
+    check_writable(path)
+    meta = {"format": "tx", "config": json.dumps(model.config.to_dict()), "info": _info_json(info)}
     for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
         if vocab is not None:
             meta[name] = json.dumps(vocab.to_dict(), ensure_ascii=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
     tmp = path.with_name(path.name + ".tmp")
-    save_model(model, str(tmp), metadata=meta)  # handles the tied embedding weights
-    os.replace(tmp, path)
+    try:
+        save_model(model, str(tmp), metadata=meta)  # handles the tied embedding weights
+        raw = tmp.read_bytes()
+        tmp.unlink()  # written again below as a new file: default permissions, not safetensors' own
+        tmp.write_bytes(_with_checksum(raw))
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
+
+
+def check_writable(path: Path) -> None:
+    """Raise a clear error unless a checkpoint can be written at ``path`` (checked before any long work)."""
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a directory; give a file path for the checkpoint, such as {path / 'model.safetensors'}.")
+    parent = path.parent
+    while not parent.exists():  # missing folders are created; the nearest existing one must be a writable folder
+        parent = parent.parent
+    if not parent.is_dir():
+        raise NotADirectoryError(f"cannot write {path}: {parent} is a file, not a folder. Choose another path.")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise PermissionError(f"cannot write {path}: no write permission. Choose another path.")
+
+
+def _info_json(info: dict[str, Any] | None) -> str:
+    if info is not None and not isinstance(info, dict):
+        raise TypeError(f"info must be a dict of JSON-safe values, got {type(info).__name__}.")
+    try:
+        return json.dumps(info or {})
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"info must hold JSON-safe values only (numbers, strings, lists, dicts): {e}.") from None
+
+
+def _with_checksum(raw: bytes) -> bytes:
+    """The same safetensors file with the SHA-256 of its tensor bytes added to the metadata."""
+    header, data_start = _parse_header(raw, "<being written>")
+    header["__metadata__"][_CHECKSUM] = hashlib.sha256(raw[data_start:]).hexdigest()
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # safetensors keeps the tensor data 8-byte aligned
+    return struct.pack("<Q", len(text)) + text + raw[data_start:]
+
+
+def _parse_header(raw: bytes, path: object) -> tuple[dict[str, Any], int]:
+    """The JSON header of a safetensors file and where its tensor bytes start; clear errors if damaged."""
+    hint = f"Write it again (python -m tx.train --out {path}), or restore a copy."
+    if len(raw) < 8:
+        raise ValueError(f"{path} is {'empty' if not raw else 'truncated'} ({len(raw)} bytes), not a checkpoint. {hint}")
+    (n,) = struct.unpack("<Q", raw[:8])
+    try:
+        if 8 + n > len(raw):
+            raise ValueError("header longer than the file")
+        header = json.loads(raw[8 : 8 + n])
+        ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"]
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        if raw.startswith((b"PK\x03\x04", b"\x80")):  # torch.save's zip archive, or a bare pickle
+            raise ValueError(f"{path} is a pickled torch.save file, not a safetensors checkpoint; tx never unpickles. {hint}") from None
+        raise ValueError(f"{path} has a damaged or truncated header: it is not a readable safetensors checkpoint. {hint}") from None
+    if 8 + n + max(ends, default=0) > len(raw):
+        raise ValueError(f"{path} is truncated: its tensors need {8 + n + max(ends)} bytes, the file has {len(raw)}. {hint}")
+    header.setdefault("__metadata__", {})
+    return header, 8 + n
+
+
+def _read(path: str | os.PathLike) -> tuple[Path, dict[str, Any], bytes]:
+    """Read a checkpoint whole: its path, header and raw bytes, with its checksum verified if it has one."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}; write one with `python -m tx.train --out {path}`.")
+    raw = path.read_bytes()
+    header, data_start = _parse_header(raw, path)
+    meta = header["__metadata__"]
+    if meta.get("format") != "tx":
+        raise ValueError(f"{path} is a safetensors file but not a tx checkpoint (no tx config inside).")
+    expected = meta.get(_CHECKSUM)  # checkpoints written before checksums have none: nothing to verify
+    if expected is not None and hashlib.sha256(raw[data_start:]).hexdigest() != expected:
+        raise ValueError(
+            f"{path} is damaged: its tensor bytes do not match the checksum saved with them. "
+            "Restore the file from a copy or write it again with python -m tx.train."
+        )
+    return path, header, raw
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     """The JSON parts of a checkpoint (``config``, ``info``, vocabularies) without loading weights."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}; write one with `python -m tx.train --out {path}`.")
-    with safe_open(str(path), framework="pt") as f:
-        meta = f.metadata() or {}
-    if meta.get("format") != "tx":
-        raise ValueError(f"{path} is a safetensors file but not a tx checkpoint (no tx config inside).")
+    path, header, _ = _read(path)
+    return _metadata(path, header)
+
+
+def _metadata(path: Path, header: dict[str, Any]) -> dict[str, Any]:
+    meta = header["__metadata__"]
     # save_model also records tied tensors it dropped (e.g. "generator.weight"): not ours to parse.
-    return {k: json.loads(meta[k]) for k in _JSON_KEYS if k in meta}
+    try:
+        out = {k: json.loads(meta[k]) for k in _JSON_KEYS if k in meta}
+        out["config"] = TransformerConfig(**out["config"])
+        vocabs = [Vocab.from_dict(out[k]) if k in out else None for k in ("src_vocab", "tgt_vocab")]
+        check_vocabs(out["config"], *vocabs)
+    except (ValueError, TypeError, KeyError) as e:
+        raise ValueError(f"{path} has damaged metadata ({e}); write the checkpoint again with python -m tx.train.") from None
+    out["config"] = out["config"].to_dict()
+    return out
+
+
+def _check_tensors(path: Path, header: dict[str, Any], model: Transformer) -> None:
+    """Every tensor the model expects is in the file with the model's shape (tied ones recorded as such)."""
+    meta = header["__metadata__"]
+    for name, param in model.state_dict().items():
+        entry = header.get(name) or header.get(meta.get(name, ""))
+        if entry is None:
+            raise ValueError(f"{path} lacks the tensor {name!r} its config needs; the file is damaged. Write it again.")
+        if tuple(entry["shape"]) != tuple(param.shape):
+            raise ValueError(
+                f"{path}: tensor {name!r} has shape {tuple(entry['shape'])} but the config saved with it "
+                f"needs {tuple(param.shape)}; the header and the tensors disagree. Write the checkpoint again."
+            )
 
 
 def load(path: str | os.PathLike = BOOK_MODEL, device: torch.device | str = "cpu") -> Checkpoint:
     """Build the model a checkpoint describes and load its weights; returns a :class:`Checkpoint`."""
-    meta = read_metadata(path)
+    device = _device(device)
+    path, header, raw = _read(path)
+    meta = _metadata(path, header)
     model = Transformer.from_config(TransformerConfig(**meta["config"]))
+    _check_tensors(path, header, model)
     load_model(model, str(path), device=str(device))
     model.to(device).eval()
     vocabs = [Vocab.from_dict(meta[k]) if k in meta else None for k in ("src_vocab", "tgt_vocab")]
@@ -84,7 +196,10 @@ def load(path: str | os.PathLike = BOOK_MODEL, device: torch.device | str = "cpu
 
 def load_into(model: Transformer, path: str | os.PathLike) -> Transformer:
     """Load a checkpoint's weights into an existing model, which must have the same config."""
-    saved = TransformerConfig(**read_metadata(path)["config"])
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a tx.Transformer, got {type(model).__name__}.")
+    path, header, _ = _read(path)
+    saved = TransformerConfig(**_metadata(path, header)["config"])
     if saved != model.config:
         diff = ", ".join(
             f"{k}: checkpoint {v!r} vs model {getattr(model.config, k)!r}"
@@ -94,5 +209,16 @@ def load_into(model: Transformer, path: str | os.PathLike) -> Transformer:
             f"{path} was saved from a different configuration ({diff}). Build the model with "
             "tx.checkpoint.load(path), or with Transformer.from_config of the saved config."
         )
+    _check_tensors(path, header, model)
     load_model(model, str(path), device=str(next(model.parameters()).device))
     return model
+
+
+def _device(device: torch.device | str) -> torch.device:
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device must be 'cpu', 'cuda' or a torch.device, got {device!r} ({e}).") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' but this machine has no CUDA GPU; load with device='cpu' (or tx.device()).")
+    return device

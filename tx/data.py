@@ -23,7 +23,7 @@ from torch import Tensor
 
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
-    "tokenize", "detokenize", "Vocab",
+    "tokenize", "detokenize", "Vocab", "check_vocabs", "check_pairs",
     "ParallelCorpus", "load_corpus", "split_corpus",
     "load_parallel_tsv", "copy_pairs",
     "Batch", "encode_pairs", "pad", "batches",
@@ -147,6 +147,40 @@ class Vocab:
     def from_dict(cls, d: dict[str, list[str]]) -> Vocab:
         """Inverse of ``to_dict``."""
         return cls(d["itos"])
+
+
+def check_vocabs(config: object, src_vocab: Vocab | None, tgt_vocab: Vocab | None) -> None:
+    """Raise a clear error unless the vocabularies fit a model's ``config`` (sizes and pad id).
+
+    Swapped vocabularies, or ones from another corpus, would otherwise give wrong words silently.
+    """
+    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+        if vocab is None:
+            continue
+        if not isinstance(vocab, Vocab):
+            raise TypeError(f"{side}_vocab must be a tx.data.Vocab, got {type(vocab).__name__}.")
+        size = getattr(config, f"{side}_vocab_size")
+        if len(vocab) != size:
+            swapped = src_vocab is not None and tgt_vocab is not None and (
+                len(src_vocab), len(tgt_vocab)) == (config.tgt_vocab_size, config.src_vocab_size)
+            raise ValueError(
+                f"{side}_vocab has {len(vocab)} words but the model's {side}_vocab_size is {size}"
+                + (": the source and target vocabularies look swapped. " if swapped else ". ")
+                + "Pass the vocabularies the model was trained with (e.g. those tx.checkpoint.load returns)."
+            )
+        if vocab.pad_id != config.pad_id:
+            raise ValueError(f"{side}_vocab pads with id {vocab.pad_id} but the model's pad_id is {config.pad_id}.")
+
+
+def check_pairs(pairs: object, name: str = "pairs") -> None:
+    """Raise a clear error unless ``pairs`` is a non-empty sequence of (source, target) strings."""
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence):
+        raise TypeError(f"{name} must be a list of (source, target) string pairs, got {type(pairs).__name__}.")
+    if len(pairs) == 0:
+        raise ValueError(f"{name} is empty; give at least one (source, target) pair.")
+    for i, pair in enumerate(pairs):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise TypeError(f"{name}[{i}] must be a (source, target) pair of strings, got {pair!r:.80}.")
 
 
 # ----------------------------------------------------------------------------- corpora

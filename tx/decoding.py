@@ -17,6 +17,8 @@ from typing import Any, Iterator
 import torch
 from torch import Tensor, nn
 
+from .checks import check_float, check_int, check_tensor
+
 __all__ = ["greedy_decode", "beam_search", "normalised_score", "Hypothesis"]
 
 
@@ -33,6 +35,7 @@ def _evaluating(model: nn.Module) -> Iterator[None]:
 
 
 def _check_lengths(model: nn.Module, max_len: int) -> None:
+    check_int("max_len", max_len)
     if max_len < 1:
         raise ValueError(f"max_len must be at least 1 (tokens to generate after <bos>), got {max_len}.")
     if max_len > model.config.max_len:
@@ -40,6 +43,23 @@ def _check_lengths(model: nn.Module, max_len: int) -> None:
             f"max_len={max_len} tokens exceeds the model's max_len={model.config.max_len} positions; "
             "ask for fewer tokens or build the model with a larger max_len."
         )
+
+
+def _check_ids(model: nn.Module, src: Tensor, bos_id: int, eos_id: int) -> None:
+    """src is a [B, S] tensor; bos_id and eos_id are ids of the model's target vocabulary."""
+    check_tensor("src", src, dims=2)
+    vocab_size = getattr(model.config, "tgt_vocab_size", None)
+    high = None if vocab_size is None else vocab_size - 1
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+        check_int(f"{name} (an id of the target vocabulary)", value, low=0, high=high)
+
+
+def _check_beams(beam_size: int, n_best: int, length_penalty: float, trace: list | None) -> None:
+    check_int("beam_size", beam_size, low=1)
+    check_int("n_best (hypotheses returned, at most beam_size)", n_best, low=1, high=beam_size)
+    check_float("length_penalty", length_penalty)
+    if trace is not None and not isinstance(trace, list):
+        raise TypeError(f"trace must be a list to fill, or None, got {type(trace).__name__}.")
 
 
 def greedy_decode(
@@ -53,6 +73,7 @@ def greedy_decode(
     whole prefix at each step: slower, same tokens.
     """
     _check_lengths(model, max_len)
+    _check_ids(model, src, bos_id, eos_id)
     pad_id = model.config.pad_id
     with _evaluating(model):
         memory = model.encode(src)  # [B, S, D]
@@ -117,8 +138,8 @@ def beam_search(
     :func:`tx.viz.beam_search_tree`).
     """
     _check_lengths(model, max_len)
-    if beam_size < 1 or not 1 <= n_best <= beam_size:
-        raise ValueError(f"need beam_size >= 1 and 1 <= n_best <= beam_size, got {beam_size} and {n_best}.")
+    _check_ids(model, src, bos_id, eos_id)
+    _check_beams(beam_size, n_best, length_penalty, trace)
     B, K = src.size(0), beam_size
     with _evaluating(model):
         memory = model.encode(src).repeat_interleave(K, dim=0)  # [B*K, S, D]

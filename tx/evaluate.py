@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from . import data
+from .checks import check_int
 from .decoding import beam_search, greedy_decode
 
 __all__ = ["translate", "exact_match", "bleu", "evaluate"]
@@ -17,13 +18,22 @@ def translate(
     model: nn.Module, sentences: Sequence[str], src_vocab: data.Vocab, tgt_vocab: data.Vocab,
     beam_size: int = 1, max_len: int | None = None, length_penalty: float = 0.0, batch_size: int = 128,
 ) -> list[str]:
-    """Translate sentences with greedy decoding (``beam_size=1``) or beam search; returns strings."""
-    max_len = max_len or model.config.max_len - 1
+    """Translate sentences with greedy decoding (``beam_size=1``) or beam search; returns strings.
+
+    ``sentences`` is a list of strings (one string alone is an error, not a list of letters);
+    ``max_len`` caps the generated tokens, by default the model's max_len - 1.
+    """
+    _check_sentences(sentences)
+    data.check_vocabs(model.config, src_vocab, tgt_vocab)
+    check_int("beam_size", beam_size, low=1)
+    check_int("batch_size", batch_size, low=1)
+    max_len = model.config.max_len - 1 if max_len is None else max_len
+    encoded = [src_vocab.encode(s, add_bos=False) for s in sentences]
+    _check_source_lengths(encoded, model.config.max_len)
     dev = next(model.parameters()).device
     out: list[str] = []
     for i in range(0, len(sentences), batch_size):
-        chunk = sentences[i : i + batch_size]
-        src = data.pad([src_vocab.encode(s, add_bos=False) for s in chunk], src_vocab.pad_id).to(dev)
+        src = data.pad(encoded[i : i + batch_size], src_vocab.pad_id).to(dev)
         if beam_size == 1:
             rows = list(greedy_decode(model, src, max_len, tgt_vocab.bos_id, tgt_vocab.eos_id))
         else:
@@ -52,6 +62,7 @@ def evaluate(
     beam_size: int = 1, length_penalty: float = 0.0,
 ) -> dict[str, float]:
     """Translate the source side of ``pairs``; return ``{"exact_match", "bleu", "n"}``."""
+    data.check_pairs(pairs)
     sources = [s for s, _ in pairs]
     references = [t for _, t in pairs]
     hyps = translate(model, sources, src_vocab, tgt_vocab, beam_size, length_penalty=length_penalty)
@@ -64,3 +75,22 @@ def _same_length(hypotheses: Sequence[str], references: Sequence[str]) -> None:
             f"need one hypothesis per reference and at least one pair, got {len(hypotheses)} "
             f"hypotheses and {len(references)} references."
         )
+
+
+def _check_sentences(sentences: Sequence[str]) -> None:
+    if isinstance(sentences, str):
+        raise TypeError(
+            f"sentences must be a list of strings, got the string {sentences!r:.60}; "
+            f"to translate one sentence, pass [{sentences!r:.60}]."
+        )
+    if not isinstance(sentences, Sequence) or not all(isinstance(s, str) for s in sentences):
+        raise TypeError(f"sentences must be a list of strings, got {sentences!r:.80}.")
+
+
+def _check_source_lengths(encoded: list[list[int]], max_len: int) -> None:
+    for i, ids in enumerate(encoded):
+        if len(ids) > max_len:
+            raise ValueError(
+                f"sentence {i} has {len(ids) - 1} words, and with <eos> {len(ids)} tokens, more than the "
+                f"model's max_len of {max_len} positions; shorten or split it."
+            )
