@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .checks import check_int
+
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
     "tokenize", "detokenize", "Vocab", "check_vocabs", "check_pairs",
@@ -47,6 +49,8 @@ _GLUE_RE = re.compile(r"(?<=') | (?=[.,!?;])")
 
 def tokenize(text: str) -> list[str]:
     """Split lowercased text into words, elided words ("j'", "l'") and punctuation marks."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__} {text!r:.60}.")
     # NFC so that a decomposed "é" (e + combining accent) stays one letter of one word.
     text = unicodedata.normalize("NFC", text).lower().replace("\u2019", "'")
     return _TOKEN_RE.findall(text)
@@ -233,6 +237,7 @@ def split_corpus(pairs: Sequence[Pair], seed: int = 0, valid_fraction: float = 0
                          f"got {valid_fraction} and {test_fraction}")
     if not pairs:
         raise ValueError("split_corpus got no sentence pairs; give at least a few (source, target) pairs.")
+    check_pairs(pairs)
     keep = set(keep_in_train)
     sources = sorted({fr for fr, _ in pairs} - keep)
     # A string seed gives a stream of its own, unrelated to tx.grammar.generate_pairs' stream.
@@ -251,31 +256,68 @@ def split_corpus(pairs: Sequence[Pair], seed: int = 0, valid_fraction: float = 0
 _NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
-def load_parallel_tsv(path: str | os.PathLike, src_column: int = 1,
-                      tgt_column: int = 0) -> list[Pair]:
-    """(source, target) pairs from a UTF-8 TSV laid out like Tatoeba's fra.txt (English, French)."""
-    if min(src_column, tgt_column) < 0:
-        raise ValueError(f"columns are 0-based and >= 0, got {src_column} and {tgt_column}")
+def load_parallel_tsv(path: str | os.PathLike, src_column: int = 1, tgt_column: int = 0,
+                      max_tokens: int | None = None) -> list[Pair]:
+    """(source, target) pairs from a UTF-8 TSV laid out like Tatoeba's fra.txt (English, French).
+
+    Lines end at newlines only (\\n or \\r\\n; other Unicode line breaks stay inside a
+    sentence). Blank lines are skipped; a line with an empty side, a file that is not
+    UTF-8 and, with ``max_tokens``, a sentence of more tokens than that are errors that
+    give the line number.
+    """
+    check_int("src_column", src_column, low=0)
+    check_int("tgt_column", tgt_column, low=0)
     need = max(src_column, tgt_column) + 1
-    try:
-        # utf-8-sig: files saved by some editors start with a byte-order mark.
-        with open(path, encoding="utf-8-sig") as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no parallel corpus at {os.fspath(path)!r}") from None
     pairs = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(_read_lines(path), start=1):
         if not line.strip():
             continue
         columns = line.split("\t")
+        where = f"{os.fspath(path)}, line {number}"
         if len(columns) < need:
             raise ValueError(
-                f"{os.fspath(path)}, line {number}: expected at least "
+                f"{where}: expected at least "
                 f"{_NUMBER_WORDS.get(need, need)} tab-separated columns, found {len(columns)}; "
                 "fix or delete the line, or check that the file uses tabs (not spaces) "
                 "between the sentences")
-        pairs.append((columns[src_column].strip(), columns[tgt_column].strip()))
+        pair = (columns[src_column].strip(), columns[tgt_column].strip())
+        _check_tsv_pair(pair, where, max_tokens)
+        pairs.append(pair)
+    if not pairs:
+        raise ValueError(f"{os.fspath(path)} holds no sentence pairs; give a file of source<TAB>target lines.")
     return pairs
+
+
+def _read_lines(path: str | os.PathLike) -> list[str]:
+    """The file's lines, decoded as UTF-8; a clear error with the line number where it is not."""
+    try:
+        raw = open(path, "rb").read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no parallel corpus at {os.fspath(path)!r}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{os.fspath(path)!r} is a folder; give the corpus file inside it.") from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ValueError(f"{os.fspath(path)} is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8.")
+    try:
+        text = raw.decode("utf-8-sig")  # -sig: files saved by some editors start with a byte-order mark
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ValueError(
+            f"{os.fspath(path)}, line {line}: byte 0x{raw[e.start]:02x} is not UTF-8 (a Latin-1 or "
+            "Windows-1252 file?). Convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8 IN > OUT`."
+        ) from None
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _check_tsv_pair(pair: Pair, where: str, max_tokens: int | None) -> None:
+    for side, sentence in zip(("source", "target"), pair):
+        if not sentence:
+            raise ValueError(f"{where}: the {side} sentence is empty; fill it in or delete the line.")
+        if max_tokens is not None and len(tokenize(sentence)) > max_tokens:
+            raise ValueError(
+                f"{where}: the {side} sentence has {len(tokenize(sentence))} tokens, more than the "
+                f"{max_tokens} the model's positions allow; shorten or split it, or delete the line."
+            )
 
 
 def copy_pairs(n: int, vocab_words: int = 20, min_len: int = 3, max_len: int = 8,
@@ -348,8 +390,8 @@ def batches(pairs: Iterable[Pair], src_vocab: Vocab, tgt_vocab: Vocab, batch_siz
     if not pairs:
         raise ValueError("batches() got no sentence pairs; pass a non-empty list of "
                          "(source, target) strings")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    check_pairs(pairs)
+    check_int("batch_size", batch_size, low=1)
     return _iter_batches(encode_pairs(pairs, src_vocab, tgt_vocab), batch_size, shuffle, seed,
                          drop_last)
 

@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from .checks import check_int
 from .data import Pair, detokenize, tokenize
 
 __all__ = ["PHRASES", "RUNNING_EXAMPLES", "grammar_pairs", "generate_pairs"]
@@ -402,6 +403,8 @@ def grammar_pairs() -> list[Pair]:
 
 def generate_pairs(seed: int = 0, n_pairs: int = 12000) -> list[Pair]:
     """``n_pairs`` distinct French -> English pairs drawn from the grammar; same seed, same list."""
+    check_int("n_pairs", n_pairs)
+    check_int("seed", seed)
     pools = _template_pools()
     available = sum(map(len, pools))
     if not len(RUNNING_EXAMPLES) <= n_pairs <= available:

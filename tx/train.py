@@ -20,12 +20,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import data
+from .checks import check_float, check_int, check_same, check_tensor
 from .config import TransformerConfig
 from .model import Transformer
 
 __all__ = [
     "TrainConfig", "rate", "warmup_schedule", "make_optimizer", "smoothed_targets",
-    "loss_fn", "fit", "valid_loss", "main",
+    "loss_fn", "fit", "valid_loss", "check_lengths", "main",
 ]
 
 
@@ -42,12 +43,22 @@ class TrainConfig:
     eval_every: int = 200  # steps between validation losses
     seed: int = 0  # seeds dropout and the shuffling of batches
 
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "warmup", "eval_every"):
+            check_int(name, getattr(self, name), low=1)
+        check_float("lr_factor", self.lr_factor, 0, low_open=True)
+        check_float("label_smoothing", self.label_smoothing, 0, 1, high_open=True)
+        check_float("clip_norm", self.clip_norm, 0, low_open=True)
+        check_int("seed", self.seed)
+
 
 def rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
     """The paper's learning rate (section 5.3, eq. 3): d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
 
     It rises linearly for ``warmup`` steps and then decays as 1/sqrt(step). Steps count from 1.
     """
+    check_int("d_model", d_model, low=1)
+    check_int("warmup", warmup, low=1)
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
@@ -70,6 +81,8 @@ def smoothed_targets(target: Tensor, vocab_size: int, smoothing: float) -> Tenso
     The true word gets 1 - smoothing, and smoothing is spread evenly over all V words
     (the true one included), as ``F.cross_entropy(..., label_smoothing=smoothing)`` does.
     """
+    check_int("vocab_size", vocab_size, low=1)
+    check_float("smoothing", smoothing, 0, 1, high_open=True)
     dist = torch.full((target.numel(), vocab_size), smoothing / vocab_size)
     dist.scatter_add_(1, target.view(-1, 1), torch.full((target.numel(), 1), 1.0 - smoothing))
     return dist  # [N, V]
@@ -77,6 +90,10 @@ def smoothed_targets(target: Tensor, vocab_size: int, smoothing: float) -> Tenso
 
 def loss_fn(logits: Tensor, target: Tensor, pad_id: int = 0, smoothing: float = 0.0) -> Tensor:
     """Mean cross-entropy of logits [B, T, V] against ids [B, T], padding ignored, labels smoothed."""
+    check_tensor("logits", logits, dims=3, floating=True)
+    check_tensor("target", target, dims=2)
+    check_same("the batch and length of logits and target", "logits.shape[:2]", tuple(logits.shape[:2]),
+               "target.shape", tuple(target.shape), "Give one target id per predicted position.")
     V = logits.size(-1)
     return F.cross_entropy(
         logits.reshape(-1, V), target.reshape(-1), ignore_index=pad_id, label_smoothing=smoothing
@@ -119,8 +136,7 @@ def fit(
     ``seconds`` and ``tokens`` (target tokens trained on). ``callback(history)`` runs after
     every validation, e.g. to redraw a live loss curve. The model stays on its device.
     """
-    if not train_pairs:
-        raise ValueError("fit needs training pairs, got none.")
+    _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config)
     torch.manual_seed(config.seed)
     dev = next(model.parameters()).device
     optimizer = make_optimizer(model)
@@ -133,6 +149,7 @@ def fit(
         for batch in data.batches(train_pairs, src_vocab, tgt_vocab, config.batch_size, shuffle=True, seed=config.seed + epoch):
             batch = batch.to(dev)
             loss = loss_fn(model(batch.src, batch.tgt_in), batch.tgt_out, model.config.pad_id, config.label_smoothing)
+            _check_finite(loss.item(), step + 1, config)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
@@ -155,6 +172,49 @@ def fit(
     return history
 
 
+def _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config) -> None:
+    """Everything fit needs, checked before the first step rather than discovered at step 900."""
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a tx.Transformer, got {type(model).__name__}.")
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a tx.train.TrainConfig, got {type(config).__name__}.")
+    if not train_pairs:
+        raise ValueError("fit needs training pairs, got none.")
+    data.check_pairs(train_pairs, "train_pairs")
+    if valid_pairs:
+        data.check_pairs(valid_pairs, "valid_pairs")
+    data.check_vocabs(model.config, src_vocab, tgt_vocab)
+    for name, pairs in (("train_pairs", train_pairs), ("valid_pairs", valid_pairs)):
+        check_lengths(pairs, model.config.max_len, name)
+
+
+def check_lengths(pairs: Sequence[tuple[str, str]], max_len: int, name: str = "pairs") -> None:
+    """Raise a clear error naming the pair if a source or target sentence needs more than ``max_len`` positions.
+
+    A source takes its tokens + <eos>; a target, as decoder input, <bos> + its tokens.
+    """
+    for i, (src, tgt) in enumerate(pairs):
+        for side, sentence in (("source", src), ("target", tgt)):
+            n = len(data.tokenize(sentence)) + 1
+            if n > max_len:
+                raise ValueError(
+                    f"{name}[{i}]: the {side} sentence needs {n} positions (its tokens and one special "
+                    f"token), more than the model's max_len={max_len}: {sentence[:60]!r}. Shorten or drop it, "
+                    "or build the model with a larger max_len."
+                )
+
+
+def _check_finite(loss: float, step: int, config: TrainConfig) -> None:
+    """Stop at the first loss that is NaN or infinite: the steps after it would only spread NaN through the weights."""
+    if not math.isfinite(loss):
+        raise FloatingPointError(
+            f"the training loss became {loss} at step {step}: the updates diverged. Lower lr_factor "
+            f"(now {config.lr_factor}), lengthen warmup (now {config.warmup}) or lower clip_norm "
+            f"(now {config.clip_norm}). The model holds the weights of step {step - 1}, which gave that loss: "
+            "do not save them."
+        )
+
+
 def _validate(model, valid_pairs, src_vocab, tgt_vocab, config, step, history, callback) -> None:
     if valid_pairs:
         history["valid_step"].append(step)
@@ -171,7 +231,11 @@ def _progress_bar(total: int, enabled: bool):
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Train the book's model on the built-in corpus, report test-set figures, write a checkpoint."""
+    """Train the book's model on the built-in corpus, report test-set figures, write a checkpoint.
+
+    Every argument, the corpus and the output path are checked before the first step; a bad
+    one stops the command with exit status 2 and a message that names it.
+    """
     from . import checkpoint, evaluate
 
     parser = argparse.ArgumentParser(prog="python -m tx.train", description=main.__doc__)
@@ -184,14 +248,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--norm-first", action="store_true", help="pre-LN instead of the paper's post-LN")
     parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     args = parser.parse_args(argv)
-    if args.out.exists() and not args.force:
-        parser.error(f"{args.out} exists; pass --force to overwrite it or choose another --out")
-    corpus = _load(args)
+    try:
+        tcfg = _check_args(args)
+        corpus = _load(args)
+    except (ValueError, TypeError, OSError) as e:
+        parser.error(str(e))
     torch.manual_seed(args.seed)
     cfg = TransformerConfig.small(len(corpus.src_vocab), len(corpus.tgt_vocab), norm_first=args.norm_first)
     model = Transformer.from_config(cfg).to(_device())
-    tcfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed)
-    history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
+    try:
+        history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
+    except FloatingPointError as e:
+        raise SystemExit(f"python -m tx.train: error: {e} No checkpoint was written; {args.out} is unchanged.") from None
     scores = evaluate.evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
     info = {"train": vars(tcfg) | {"pairs": args.pairs, "tsv": str(args.tsv) if args.tsv else None},
             "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1]}
@@ -201,11 +269,44 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     return info
 
 
+def _check_args(args: argparse.Namespace) -> TrainConfig:
+    """The command line's numbers and output path, checked before any corpus is read; returns the TrainConfig."""
+    from .checkpoint import check_writable
+    from .grammar import RUNNING_EXAMPLES
+
+    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size)):
+        if value < 1:
+            raise ValueError(f"{flag} must be at least 1, got {value}.")
+    if args.tsv is None and args.pairs < len(RUNNING_EXAMPLES):
+        raise ValueError(f"--pairs must be at least {len(RUNNING_EXAMPLES)} (the book's running examples), got {args.pairs}.")
+    if args.tsv is not None and not args.tsv.is_file():
+        raise FileNotFoundError(f"--tsv {args.tsv}: no such file.")
+    if args.out.exists() and not args.out.is_dir() and not args.force:
+        raise FileExistsError(f"{args.out} exists; pass --force to overwrite it or choose another --out")
+    check_writable(args.out)
+    return TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed)
+
+
 def _load(args: argparse.Namespace) -> data.ParallelCorpus:
+    """The corpus, checked: sentences that fit the model's positions, and pairs enough for every split."""
+    max_len = TransformerConfig.small(4, 4).max_len
     if args.tsv is None:
-        return data.load_corpus(seed=args.seed, n_pairs=args.pairs)
-    pairs = data.load_parallel_tsv(args.tsv)
-    return data.split_corpus(pairs, seed=args.seed)
+        try:
+            corpus = data.load_corpus(seed=args.seed, n_pairs=args.pairs)
+        except ValueError as e:
+            raise ValueError(f"--pairs {args.pairs}: {e}") from None
+    else:
+        pairs = data.load_parallel_tsv(args.tsv, max_tokens=max_len - 1)
+        corpus = data.split_corpus(pairs, seed=args.seed)
+    for split in ("train", "valid", "test"):
+        if not getattr(corpus, split):
+            n = sum(len(getattr(corpus, s)) for s in ("train", "valid", "test"))
+            raise ValueError(
+                f"the corpus of {n} pairs leaves the {split} split empty (5% of the distinct sources are held "
+                "out for validation and 5% for testing); give more pairs, at least 11 with distinct source sentences."
+            )
+        check_lengths(getattr(corpus, split), max_len, split)
+    return corpus
 
 
 def _device() -> torch.device:
