@@ -279,6 +279,8 @@ def _check_args(args: argparse.Namespace) -> TrainConfig:
             raise ValueError(f"{flag} must be at least 1, got {value}.")
     if args.tsv is None and args.pairs < len(RUNNING_EXAMPLES):
         raise ValueError(f"--pairs must be at least {len(RUNNING_EXAMPLES)} (the book's running examples), got {args.pairs}.")
+    if args.tsv is not None and args.tsv.is_dir():
+        raise IsADirectoryError(f"--tsv {args.tsv}: is a folder, not a corpus file.")
     if args.tsv is not None and not args.tsv.is_file():
         raise FileNotFoundError(f"--tsv {args.tsv}: no such file.")
     if args.out.exists() and not args.out.is_dir() and not args.force:
