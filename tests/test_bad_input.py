@@ -301,7 +301,7 @@ CASES = [
     Case("greedy-max-len-zero", call(tx.greedy_decode, MODEL, SRC, 0, BOS, EOS), ValueError, r"max_len must be at least 1"),
     Case("greedy-max-len-too-big", call(tx.greedy_decode, MODEL, SRC, 100, BOS, EOS), ValueError, r"exceeds the model's max_len=24"),
     Case("greedy-max-len-float", call(tx.greedy_decode, MODEL, SRC, 5.0, BOS, EOS), TypeError, r"max_len must be an int"),
-    Case("greedy-eos-outside-vocab", call(tx.greedy_decode, MODEL, SRC, 5, BOS, 11), ValueError, r"eos_id \(an id of the target vocabulary\) must be in \[0, 10\], got 11"),
+    Case("greedy-eos-outside-vocab", call(tx.greedy_decode, MODEL, SRC, 5, BOS, 11), ValueError, r"eos_id \(an id of the target vocabulary, or -1 to never stop\) must be in \[-1, 10\], got 11"),
     Case("greedy-bos-negative", call(tx.greedy_decode, MODEL, SRC, 5, -1, EOS), ValueError, r"bos_id .* must be in \[0, 10\], got -1"),
     Case("greedy-src-list", call(tx.greedy_decode, MODEL, [[4, 5]], 5, BOS, EOS), TypeError, r"src must be a torch.Tensor"),
     Case("greedy-src-3d", call(tx.greedy_decode, MODEL, SRC[None], 5, BOS, EOS), ValueError, r"src must have 2 dimensions"),
@@ -310,6 +310,7 @@ CASES = [
     Case("beam-length-penalty-nan", call(tx.beam_search, MODEL, SRC, 2, 5, BOS, EOS, length_penalty=math.nan), ValueError, r"length_penalty must be a finite number"),
     Case("beam-trace-not-list", call(tx.beam_search, MODEL, SRC, 2, 5, BOS, EOS, trace="x"), TypeError, r"trace must be a list"),
     Case("beam-eos-outside-vocab", call(tx.beam_search, MODEL, SRC, 2, 5, BOS, 50), ValueError, r"eos_id .* got 50"),
+    Case("greedy-eos-below-minus-one", call(tx.greedy_decode, MODEL, SRC, 5, BOS, -2), ValueError, r"eos_id .* must be in \[-1, 10\], got -2"),
     Case("beam-max-len-zero", call(tx.beam_search, MODEL, SRC, 2, 0, BOS, EOS), ValueError, r"max_len must be at least 1"),
     # --- translate and evaluate
     Case("translate-string", call(evaluate.translate, MODEL, "s1 s2", SRC_VOCAB, TGT_VOCAB), TypeError, r"sentences must be a list of strings, got the string 's1 s2'.*pass \['s1 s2'\]"),

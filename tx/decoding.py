@@ -46,12 +46,12 @@ def _check_lengths(model: nn.Module, max_len: int) -> None:
 
 
 def _check_ids(model: nn.Module, src: Tensor, bos_id: int, eos_id: int) -> None:
-    """src is a [B, S] tensor; bos_id and eos_id are ids of the model's target vocabulary."""
+    """src is a [B, S] tensor; bos_id and eos_id are ids of the model's target vocabulary (eos_id -1: none)."""
     check_tensor("src", src, dims=2)
     vocab_size = getattr(model.config, "tgt_vocab_size", None)
     high = None if vocab_size is None else vocab_size - 1
-    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
-        check_int(f"{name} (an id of the target vocabulary)", value, low=0, high=high)
+    check_int("bos_id (an id of the target vocabulary)", bos_id, low=0, high=high)
+    check_int("eos_id (an id of the target vocabulary, or -1 to never stop)", eos_id, low=-1, high=high)
 
 
 def _check_beams(beam_size: int, n_best: int, length_penalty: float, trace: list | None) -> None:
@@ -69,7 +69,8 @@ def greedy_decode(
 
     Every row starts with ``bos_id``; ``max_len`` counts the tokens generated after it,
     <eos> included. Rows that have finished are padded with the model's pad id, and the
-    loop stops once every row has. ``use_cache=False`` re-runs the decoder over the
+    loop stops once every row has (``eos_id=-1`` matches no token: every row runs to
+    ``max_len``). ``use_cache=False`` re-runs the decoder over the
     whole prefix at each step: slower, same tokens.
     """
     _check_lengths(model, max_len)
