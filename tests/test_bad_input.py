@@ -227,6 +227,9 @@ CASES = [
     Case("train-smoothing-negative", call(TrainConfig, label_smoothing=-0.1), ValueError, r"label_smoothing must be in \[0, 1\)"),
     Case("train-clip-zero", call(TrainConfig, clip_norm=0), ValueError, r"clip_norm must be more than 0, got 0"),
     Case("train-clip-negative", call(TrainConfig, clip_norm=-1.0), ValueError, r"clip_norm must be more than 0"),
+    Case("train-seed-huge", call(TrainConfig, seed=2**70), ValueError, r"seed must be in \[-9223372036854775808, 9223372036854775807\]"),
+    Case("cli-seed-huge", call(run_train, "--seed", str(2**70)), CommandFailed, r"seed must be in \["),
+    Case("fit-callback-not-callable", call(train.fit, MODEL, PAIRS, PAIRS, SRC_VOCAB, TGT_VOCAB, TrainConfig(steps=2), False, "plot"), TypeError, r"callback must be a function"),
     Case("train-seed-string", call(TrainConfig, seed="0"), TypeError, r"seed must be an int, got str"),
     # --- training functions
     Case("rate-warmup-zero", call(train.rate, 1, 128, 0), ValueError, r"warmup must be at least 1, got 0"),

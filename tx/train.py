@@ -49,7 +49,7 @@ class TrainConfig:
         check_float("lr_factor", self.lr_factor, 0, low_open=True)
         check_float("label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         check_float("clip_norm", self.clip_norm, 0, low_open=True)
-        check_int("seed", self.seed)
+        check_int("seed", self.seed, low=-(2**63), high=2**63 - 1)  # what torch.manual_seed accepts
 
 
 def rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
@@ -137,6 +137,8 @@ def fit(
     every validation, e.g. to redraw a live loss curve. The model stays on its device.
     """
     _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be a function of the history, or None, got {type(callback).__name__}.")
     torch.manual_seed(config.seed)
     dev = next(model.parameters()).device
     optimizer = make_optimizer(model)
