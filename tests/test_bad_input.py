@@ -299,6 +299,10 @@ CASES = [
     Case("decode-batch-mismatch", call(MODEL.decode, R(1, 4, 32), SRC, torch.tensor([[1], [1]])), ValueError, r"for the same B sentences as tgt"),
     Case("decode-memory-int", call(MODEL.decode, torch.ones(1, 4, 32, dtype=torch.long), SRC, torch.tensor([[1]])), TypeError, r"memory must hold floating-point numbers"),
     Case("decode-cache-reused", call(decode_with_reused_cache), ValueError, r"already holds the keys and values of another memory"),
+    Case("decode-cache-not-a-cache", call(MODEL.decode, MODEL.encode(SRC), SRC, torch.tensor([[1]]), tx.KVCache(5)), TypeError, r"cache must be a DecoderCache from model.new_cache\(\), got KVCache"),
+    Case("decode-cache-other-model", call(MODEL.decode, MODEL.encode(SRC), SRC, torch.tensor([[1]]), tiny(n_layers=1).new_cache()), ValueError, r"the cache has 1 decoder layers but this model has 2"),
+    Case("greedy-not-a-model", call(tx.greedy_decode, torch.nn.Linear(2, 2), SRC, 5, BOS, EOS), TypeError, r"model must offer encode, decode, new_cache and config"),
+    Case("attention-batch-axes", call(tx.attention, R(2, 3, 4), R(3, 5, 4), R(3, 5, 4)), ValueError, r"leading \(batch, head\) axes .* do not broadcast"),
     Case("new-cache-zero", call(MODEL.new_cache, 0), ValueError, r"max_len must be at least 1, got 0"),
     # --- decoding
     Case("greedy-max-len-zero", call(tx.greedy_decode, MODEL, SRC, 0, BOS, EOS), ValueError, r"max_len must be at least 1"),

@@ -58,6 +58,13 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
             f"query and key must have the same last size Dk to be compared by dot products: "
             f"query {tuple(query.shape)}, key {tuple(key.shape)}."
         )
+    try:
+        torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the leading (batch, head) axes of query {tuple(query.shape)}, key {tuple(key.shape)} and "
+            f"value {tuple(value.shape)} do not broadcast together; give them the same leading sizes."
+        ) from None
     if key.size(-2) != value.size(-2):
         raise ValueError(
             f"key and value must hold one vector per key position: key has {key.size(-2)} positions "

@@ -35,6 +35,8 @@ def _evaluating(model: nn.Module) -> Iterator[None]:
 
 
 def _check_lengths(model: nn.Module, max_len: int) -> None:
+    if not all(hasattr(model, name) for name in ("encode", "decode", "new_cache", "config")):
+        raise TypeError(f"model must offer encode, decode, new_cache and config, as tx.Transformer does; got {type(model).__name__}.")
     check_int("max_len", max_len)
     if max_len < 1:
         raise ValueError(f"max_len must be at least 1 (tokens to generate after <bos>), got {max_len}.")

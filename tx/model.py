@@ -56,6 +56,18 @@ def check_tokens(tokens: Tensor, vocab_size: int, max_len: int, name: str, start
         )
 
 
+def _check_cache(cache: DecoderCache | None, n_layers: int) -> None:
+    """None, or a DecoderCache with one pair of caches per decoder layer (from this model's new_cache)."""
+    if cache is None or (type(cache) is DecoderCache and len(cache.self_attn) == n_layers):
+        return
+    if not isinstance(cache, DecoderCache):
+        raise TypeError(f"cache must be a DecoderCache from model.new_cache(), got {type(cache).__name__}.")
+    raise ValueError(
+        f"the cache has {len(cache.self_attn)} decoder layers but this model has {n_layers}: "
+        "make it with this model's new_cache()."
+    )
+
+
 class Transformer(nn.Module):
     """Encoder-decoder Transformer: ``forward(src [B, S], tgt [B, T]) -> logits [B, T, V]``.
 
@@ -127,6 +139,7 @@ class Transformer(nn.Module):
         from the cache.
         """
         cfg = self.config
+        _check_cache(cache, cfg.n_layers)
         start = cache.length if cache is not None else 0
         check_tokens(tgt, cfg.tgt_vocab_size, cfg.max_len, "tgt", start)
         self._check_memory(memory, src, tgt)
