@@ -161,9 +161,12 @@ class Transformer(nn.Module):
 
     def _check_memory(self, memory: Tensor, src: Tensor, tgt: Tensor) -> None:
         """memory [B, S, D] must come from ``src`` [B, S] and match ``tgt`` [B, T]: shapes only."""
-        if isinstance(memory, Tensor) and isinstance(src, Tensor) and memory.is_floating_point() and src.dim() == 2 \
-                and memory.shape == (src.size(0), src.size(1), self.config.d_model) and tgt.size(0) == src.size(0):
-            return  # the quick test: this runs at every decoding step
+        try:  # the quick test first: this runs at every decoding step
+            (B, S, D), (Bs, Ss), Bt = memory.shape, src.shape, tgt.size(0)
+            if B == Bs == Bt and S == Ss and D == self.config.d_model and memory.is_floating_point():
+                return
+        except (AttributeError, ValueError):
+            pass  # not tensors, or the wrong number of axes: the checks below say which
         check_tensor("memory", memory, dims=3, floating=True)
         check_tensor("src", src, dims=2)
         if memory.shape != (src.size(0), src.size(1), self.config.d_model) or tgt.size(0) != src.size(0):

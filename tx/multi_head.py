@@ -96,11 +96,12 @@ class KVCache:
 
 def _fits(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> bool:
     """The quick test behind MultiHeadAttention._check_inputs: True when every shape and dtype is right."""
-    tensors = isinstance(query, Tensor) and isinstance(key, Tensor) and isinstance(value, Tensor)
+    try:
+        (B, _, Dq), (Bk, Tk, Dk), (Bv, Tv, Dv) = query.shape, key.shape, value.shape
+    except (AttributeError, ValueError):  # not tensors, or not 3-D
+        return False
     return (
-        tensors and query.dim() == key.dim() == value.dim() == 3
-        and query.size(2) == key.size(2) == value.size(2) == d_model
-        and key.shape[:2] == value.shape[:2] and key.size(0) == query.size(0)
+        B == Bk == Bv and Tk == Tv and Dq == Dk == Dv == d_model
         and query.is_floating_point() and key.is_floating_point() and value.is_floating_point()
     )
 
