@@ -336,6 +336,7 @@ CASES = [
     # --- vocabularies, corpora, batches
     Case("vocab-no-specials", call(Vocab, ["a", "b"]), ValueError, r"first four tokens must be the specials"),
     Case("vocab-repeated", call(Vocab, [*data.SPECIALS, "a", "a"]), ValueError, r"repeated: \['a'\]"),
+    Case("vocab-build-string", call(Vocab.build, "le chat noir"), TypeError, r"sentences must be a list of strings, got the string 'le chat noir'"),
     Case("vocab-min-freq-zero", call(Vocab.build, ["a"], 0), ValueError, r"min_freq must be >= 1"),
     Case("vocab-encode-int", call(SRC_VOCAB.encode, 42), TypeError, r"text must be a str, got int"),
     Case("vocab-id-out-of-range", call(SRC_VOCAB.decode, [4, 99]), ValueError, r"id 99 is out of range for a vocabulary of 13 tokens"),

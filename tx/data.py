@@ -95,6 +95,8 @@ class Vocab:
     @classmethod
     def build(cls, sentences: Iterable[str], min_freq: int = 1) -> Vocab:
         """Specials, then every word seen >= min_freq times, most frequent first, ties A-Z."""
+        if isinstance(sentences, str):
+            raise TypeError(f"sentences must be a list of strings, got the string {sentences!r:.60}: pass [{sentences!r:.60}].")
         if min_freq < 1:
             raise ValueError(f"min_freq must be >= 1, got {min_freq}")
         counts = Counter(token for sentence in sentences for token in tokenize(sentence))
