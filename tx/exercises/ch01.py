@@ -11,7 +11,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from . import call, keeps_random_state, passed
+from . import CheckFailed, call, keeps_random_state, passed
 from ..decoder import DecoderLayer
 from ..encoder import Encoder, EncoderLayer
 
@@ -35,7 +35,7 @@ def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
         if isinstance(got, float) and got.is_integer():
             got = int(got)
         if not isinstance(got, int) or isinstance(got, bool):
-            raise AssertionError(f"return a whole number of parameters, got {type(got).__name__} {got!r}.")
+            raise CheckFailed(f"return a whole number of parameters, got {type(got).__name__} {got!r}.")
         if got == expected:
             continue
         attn, ffn = _count(layer.self_attn), _count(layer.feed_forward)
@@ -47,7 +47,7 @@ def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
             hint = " You left out the biases of the linear layers: every nn.Linear(n_in, n_out) adds n_out of them."
         elif got == expected - attn // 4:
             hint = " Self-attention has four d_model x d_model projections: W^Q, W^K, W^V and the output W^O."
-        raise AssertionError(
+        raise CheckFailed(
             f"for d_model={d_model}, d_ff={d_ff} you gave {got}, but tx.EncoderLayer has {expected} "
             f"parameters: self-attention {attn}, feed-forward {ffn}, LayerNorms {norms}.{hint}"
         )
@@ -81,9 +81,9 @@ def check_memory_sublayer(fn: Callable[[], Any]) -> None:
     children = [name for name, _ in layer.named_children()]
     got = call(fn)
     if not isinstance(got, str):
-        raise AssertionError(f"return the attribute's name as a string, one of {children}; got {type(got).__name__}.")
+        raise CheckFailed(f"return the attribute's name as a string, one of {children}; got {type(got).__name__}.")
     if got not in children:
-        raise AssertionError(f"tx.DecoderLayer has no sub-layer named {got!r}; its sub-layers are {children}.")
+        raise CheckFailed(f"tx.DecoderLayer has no sub-layer named {got!r}; its sub-layers are {children}.")
     readers = _reads_memory(layer)
     if got in readers:
         passed(f"{got} takes its keys and values from the encoder's output (the memory [B, S, D]).")
@@ -93,7 +93,7 @@ def check_memory_sublayer(fn: Callable[[], Any]) -> None:
         "feed_forward": "the feed-forward network sees one position at a time and nothing else.",
     }
     hint = hints.get(got, f"{got} wraps a sub-layer in a residual connection and a LayerNorm; look at what it wraps.")
-    raise AssertionError(f"{hint} Which sub-layer is called with `memory` in tx.DecoderLayer.forward?")
+    raise CheckFailed(f"{hint} Which sub-layer is called with `memory` in tx.DecoderLayer.forward?")
 
 
 @keeps_random_state
@@ -120,7 +120,7 @@ def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = bool(got.item())
         if not isinstance(got, bool):
-            raise AssertionError(f"return True or False, got {type(got).__name__} {got!r}.")
+            raise CheckFailed(f"return True or False, got {type(got).__name__} {got!r}.")
         if got != expected:
-            raise AssertionError(f"for {what} you returned {got}, expected {expected}: {why}")
+            raise CheckFailed(f"for {what} you returned {got}, expected {expected}: {why}")
     passed("you can tell separate layers from shared ones; tx's encoder and decoder layers share nothing.")

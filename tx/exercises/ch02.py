@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import as_shape, assert_tensor, call, keeps_random_state, passed
+from . import CheckFailed, as_shape, assert_tensor, call, keeps_random_state, passed
 from .. import data
 from ..layers import FeedForward
 from ..positional_encoding import Embedding
@@ -38,7 +38,7 @@ def check_position_wise_ffn(fn: Callable[..., Any]) -> None:
             no_relu = ffn.linear2(ffn.linear1(x))
         got = call(fn, x, w1, b1, w2, b2)
         if isinstance(got, Tensor) and got.shape == expected.shape and torch.allclose(got, no_relu, atol=1e-4):
-            raise AssertionError(
+            raise CheckFailed(
                 "your output is x W1 + b1 passed straight into W2: apply the ReLU, max(0, .), in between."
             )
         assert_tensor(got, expected, f"your feed-forward output for x of shape {tuple(shape)} (d_ff={d_ff})", atol=1e-4)
@@ -72,7 +72,7 @@ def check_embedded_shape(fn: Callable[[list[str], int], Any]) -> None:
                         "\"l'ami\" is two tokens, and \".\" is one.")
             elif got[1] != max(lengths) + 1:
                 hint = " The batch is padded to its longest sentence."
-        raise AssertionError(f"for {sentences} with d_model={d_model} you gave {got}; expected {expected}.{hint}")
+        raise CheckFailed(f"for {sentences} with d_model={d_model} you gave {got}; expected {expected}.{hint}")
     passed("[batch, longest sentence + <eos>, d_model]: one d_model vector per token of every sentence.")
 
 
@@ -99,10 +99,10 @@ def check_embed_tokens(fn: Callable[[Tensor, Tensor], Any]) -> None:
     got = call(fn, ids, table)
     if isinstance(got, Tensor) and got.shape == expected.shape:
         if torch.allclose(got, expected / math.sqrt(D), atol=1e-5):
-            raise AssertionError(
+            raise CheckFailed(
                 f"these are the rows of the table unscaled: multiply them by sqrt(d_model) = sqrt({D}) = {math.sqrt(D):.3f}."
             )
         if torch.allclose(got, with_pe, atol=1e-4):
-            raise AssertionError("you added the positional encoding too; return the scaled word vectors alone.")
+            raise CheckFailed("you added the positional encoding too; return the scaled word vectors alone.")
     assert_tensor(got, expected, "your embeddings", atol=1e-5)
     passed(f"table[ids] * sqrt({D}) is what model.src_embed computes before it adds the positions.")

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import assert_number, assert_tensor, call, passed
+from . import CheckFailed, assert_number, assert_tensor, call, passed
 from ..attention import attention
 
 __all__ = ["check_scaled_score", "check_softmax", "check_attend_one_word"]
@@ -47,13 +47,13 @@ def check_scaled_score(fn: Callable[[Tensor, Tensor], Any]) -> None:
         value = _number(got)
         if value is None:
             shape = tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__
-            raise AssertionError(
+            raise CheckFailed(
                 f"return one number for q and k of size {d_k}, got {shape}: add up the products q[m] * k[m]."
             )
         if d_k > 1 and math.isclose(value, dot, rel_tol=1e-4, abs_tol=1e-4) and not math.isclose(dot, expected, abs_tol=1e-4):
-            raise AssertionError(f"you returned q . k = {dot:.4g}; step 3 divides it by sqrt(d_k) = sqrt({d_k}).")
+            raise CheckFailed(f"you returned q . k = {dot:.4g}; step 3 divides it by sqrt(d_k) = sqrt({d_k}).")
         if math.isclose(value, dot / d_k, rel_tol=1e-4, abs_tol=1e-4) and not math.isclose(dot / d_k, expected, abs_tol=1e-4):
-            raise AssertionError(f"you divided by d_k = {d_k}; divide by its square root, sqrt({d_k}) = {math.sqrt(d_k):.4g}.")
+            raise CheckFailed(f"you divided by d_k = {d_k}; divide by its square root, sqrt({d_k}) = {math.sqrt(d_k):.4g}.")
         assert_number(value, expected, f"your scaled score for q and k of size {d_k}", tol=1e-3)
     passed("q . k / sqrt(d_k); for Thinking and Machines, 2 / sqrt(3) = 1.155.")
 
@@ -75,13 +75,13 @@ def check_softmax(fn: Callable[[Tensor], Any]) -> None:
         got = call(fn, scores.clone())
         what = f"your softmax of {[round(s, 3) for s in scores.tolist()]}"
         if isinstance(got, Tensor) and got.shape == expected.shape and not torch.isfinite(got).all():
-            raise AssertionError(
+            raise CheckFailed(
                 f"{what} holds inf or nan: exp overflows (or every exp underflows to 0) for scores this "
                 "large. Softmax is unchanged when you subtract the same number from every score: "
                 "subtract the largest score first."
             )
         if isinstance(got, Tensor) and got.shape == expected.shape and not math.isclose(float(got.sum()), 1.0, abs_tol=1e-4):
-            raise AssertionError(
+            raise CheckFailed(
                 f"{what} sums to {float(got.sum()):.4g}, not 1: divide every exp by the sum of all of them."
             )
         assert_tensor(got, expected, what)
@@ -101,7 +101,7 @@ def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
             got = call(fn, Q[i].clone(), K.clone(), V.clone())
             what = f"your z_{i + 1} for n={n} words, d_k={d_k}, d_v={V.shape[1]}"
             if isinstance(got, Tensor) and got.shape == V.shape:
-                raise AssertionError(
+                raise CheckFailed(
                     f"{what} has shape {tuple(got.shape)}, one row per word: that is step 5. Step 6 adds "
                     f"the weighted values up into one vector of size d_v = {V.shape[1]}."
                 )
@@ -110,13 +110,13 @@ def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
                 by_dv = (Q[i] @ K.T / math.sqrt(V.shape[1])).softmax(0) @ V
                 unweighted = V.sum(0)
                 if torch.allclose(got, unscaled, atol=1e-5) and not torch.allclose(unscaled, out[i], atol=1e-5):
-                    raise AssertionError(f"{what} skips step 3: divide the scores by sqrt(d_k) = sqrt({d_k}).")
+                    raise CheckFailed(f"{what} skips step 3: divide the scores by sqrt(d_k) = sqrt({d_k}).")
                 if torch.allclose(got, by_dv, atol=1e-5) and not torch.allclose(by_dv, out[i], atol=1e-5):
-                    raise AssertionError(
+                    raise CheckFailed(
                         f"{what} divides by the square root of the value size; step 3 uses d_k = {d_k}, "
                         "the size of the queries and keys."
                     )
                 if torch.allclose(got, unweighted, atol=1e-5):
-                    raise AssertionError(f"{what} adds the values without weighting them: multiply v_j by weight j (step 5).")
+                    raise CheckFailed(f"{what} adds the values without weighting them: multiply v_j by weight j (step 5).")
             assert_tensor(got, out[i], what)
     passed("z_i = sum_j softmax_j(q_i . k_j / sqrt(d_k)) v_j, row i of tx.attention.")

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import as_shape, assert_number, assert_tensor, call, passed
+from . import CheckFailed, as_shape, assert_number, assert_tensor, call, passed
 from ..attention import attention
 from ..masks import causal_mask, padding_mask
 
@@ -37,7 +37,7 @@ def check_scores_shape(fn: Callable[[tuple[int, ...], tuple[int, ...]], Any]) ->
             hint = " Rows are queries (Tq), columns are keys (Tk)."
         elif got[-2:] == expected[-2:]:
             hint = " The leading axes (batch, heads) pass through unchanged."
-        raise AssertionError(f"for Q of shape {q_shape} and K of shape {k_shape} you gave {got}; expected {expected}.{hint}")
+        raise CheckFailed(f"for Q of shape {q_shape} and K of shape {k_shape} you gave {got}; expected {expected}.{hint}")
     passed("Q K^T has shape [..., Tq, Tk]: one score per (query, key) pair, d_k summed away.")
 
 
@@ -54,21 +54,21 @@ def check_dot_product_variance(fn: Callable[[int, int, bool], Any]) -> None:
             if isinstance(got, Tensor) and got.numel() == 1:
                 got = got.item()
             if not isinstance(got, (int, float)) or isinstance(got, bool):
-                raise AssertionError(f"return one number, the variance, got {type(got).__name__}.")
+                raise CheckFailed(f"return one number, the variance, got {type(got).__name__}.")
             what = f"your variance for d_k={d_k}, scaled={scaled}"
             if abs(got - expected) <= 0.1 * expected:
                 continue
             if abs(got - math.sqrt(expected)) <= 0.1 * math.sqrt(expected) and d_k > 1 and not scaled:
-                raise AssertionError(f"{what} is {got:.3g}, close to sqrt({d_k}): that is the standard deviation; return the variance.")
+                raise CheckFailed(f"{what} is {got:.3g}, close to sqrt({d_k}): that is the standard deviation; return the variance.")
             if not scaled and abs(got - 1.0) <= 0.1:
-                raise AssertionError(
+                raise CheckFailed(
                     f"{what} is {got:.3g}, about 1: a dot product adds up d_k products q[m] * k[m]. "
                     "Sum over the last axis before taking the variance (and divide by sqrt(d_k) only when scaled=True)."
                 )
             if scaled and abs(got - d_k) <= 0.1 * d_k:
-                raise AssertionError(f"{what} is {got:.3g}, about d_k: with scaled=True divide each dot product by sqrt(d_k).")
+                raise CheckFailed(f"{what} is {got:.3g}, about d_k: with scaled=True divide each dot product by sqrt(d_k).")
             if scaled and abs(got - 1 / d_k) <= 0.1 / d_k:
-                raise AssertionError(f"{what} is {got:.3g}, about 1/d_k: divide by sqrt(d_k), not by d_k.")
+                raise CheckFailed(f"{what} is {got:.3g}, about 1/d_k: divide by sqrt(d_k), not by d_k.")
             assert_number(got, expected, f"{what} (draw q and k with torch.randn: mean 0, variance 1)", tol=0.1 * expected)
     passed("Var(q . k) grows like d_k; dividing by sqrt(d_k) brings it back to 1.")
 
@@ -79,7 +79,7 @@ def _call_attention(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mas
     got = call(fn, *args)
     if not isinstance(got, tuple) or len(got) != 2:
         kind = f"a tuple of {len(got)}" if isinstance(got, tuple) else type(got).__name__
-        raise AssertionError(f"return two tensors, (output, weights), as tx.attention does; got {kind}.")
+        raise CheckFailed(f"return two tensors, (output, weights), as tx.attention does; got {kind}.")
     return got
 
 
@@ -106,17 +106,17 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
         got_out, got_w = _call_attention(fn, q, k, v, mask)
         if (isinstance(got_out, Tensor) and got_out.shape == weights.shape
                 and torch.allclose(got_out.detach().float(), weights, atol=1e-5)):
-            raise AssertionError(f"with {name}, your first tensor is the weights: return (output, weights) in that order.")
+            raise CheckFailed(f"with {name}, your first tensor is the weights: return (output, weights) in that order.")
         if mask is not None and isinstance(got_w, Tensor) and got_w.shape == weights.shape:
             blocked = ~mask.expand(weights.shape)
             w = got_w.detach().float().nan_to_num(0.0)  # a row with every key masked is nan
             if bool((w[blocked].abs() > 1e-6).any()):
                 if bool((w[~blocked].abs() < 1e-6).all()):
-                    raise AssertionError(
+                    raise CheckFailed(
                         f"with {name}, your weights are zero where the mask is True and not where it is False: "
                         "True means may attend. Fill the scores with -inf where the mask is False."
                     )
-                raise AssertionError(
+                raise CheckFailed(
                     f"with {name}, your weights are not 0 where the mask is False: replace those scores "
                     "with float('-inf') before the softmax."
                 )
@@ -124,7 +124,7 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
             sums = got_w.sum(-1)
             bad = ~torch.isclose(sums, torch.ones_like(sums), atol=1e-4)
             if bool(bad.any()):
-                raise AssertionError(
+                raise CheckFailed(
                     f"with {name}, a row of your weights sums to {float(sums[bad][0]):.4g}: apply the softmax "
                     "over the last axis (the keys), after masking, so every row sums to 1."
                 )

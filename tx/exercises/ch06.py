@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from ..positional_encoding import positional_encoding
-from . import assert_number, assert_tensor, call, passed
+from . import CheckFailed, assert_number, assert_tensor, call, passed
 
 __all__ = ["check_pe_by_hand", "check_positional_encoding", "check_offset_dot"]
 
@@ -49,12 +49,12 @@ def check_pe_by_hand(fn: Callable[..., Any]) -> None:
     try:
         got = torch.as_tensor(got, dtype=torch.float64).flatten()
     except (TypeError, ValueError, RuntimeError):
-        raise AssertionError(f"return a list of 6 numbers, got {type(got).__name__}.") from None
+        raise CheckFailed(f"return a list of 6 numbers, got {type(got).__name__}.") from None
     if got.numel() != 6:
-        raise AssertionError(f"PE[5] has d_model = 6 numbers; you returned {got.numel()}.")
+        raise CheckFailed(f"PE[5] has d_model = 6 numbers; you returned {got.numel()}.")
     hint = _layout_hint(got, expected)
     if hint is not None:
-        raise AssertionError(hint)
+        raise CheckFailed(hint)
     assert_tensor(got, expected, "your PE[5] for d_model = 6", atol=1e-4)
     passed("PE[5] = [sin 5, cos 5, sin(5/10000^(2/6)), cos(...), sin(5/10000^(4/6)), cos(...)].")
 
@@ -67,7 +67,7 @@ def check_positional_encoding(fn: Callable[..., Any]) -> None:
         if isinstance(got, Tensor) and got.shape == expected.shape:
             hint = _layout_hint(got.detach().to(expected.dtype), expected)
             if hint is not None:
-                raise AssertionError(f"for max_len={max_len}, d_model={d_model}: {hint}")
+                raise CheckFailed(f"for max_len={max_len}, d_model={d_model}: {hint}")
         assert_tensor(got, expected, f"your encoding for max_len={max_len}, d_model={d_model} (index = [pos, dim])")
     passed("your table equals tx.positional_encoding, which tx.Embedding adds to every sentence.")
 
@@ -83,9 +83,9 @@ def check_offset_dot(fn: Callable[..., Any]) -> None:
             if isinstance(got, Tensor) and got.numel() == 1:
                 got = got.item()
             if not isinstance(got, (int, float)):
-                raise AssertionError(f"offset_dot should return a number, got {type(got).__name__}.")
+                raise CheckFailed(f"offset_dot should return a number, got {type(got).__name__}.")
             if k == 0 and abs(got - d_model / 2) > 1e-3:
-                raise AssertionError(
+                raise CheckFailed(
                     f"offset_dot(0, {d_model}) = {got:.6g}; a vector with itself gives d_model / 2 = "
                     f"{d_model / 2:g}, since every pair adds sin^2 + cos^2 = 1."
                 )

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..layers import FeedForward, Residual
-from . import assert_tensor, call, passed
+from . import CheckFailed, assert_tensor, call, passed
 
 __all__ = ["check_layer_norm", "check_post_ln_step", "check_pre_ln_stack"]
 
@@ -52,17 +52,17 @@ def check_layer_norm(layer_norm: Callable[..., Tensor]) -> None:
     expected = F.layer_norm(x, (5,), gain, bias, 1e-5)
     if isinstance(got, Tensor) and got.shape == x.shape:
         if torch.allclose(got, F.layer_norm(x, (5,), eps=1e-5), atol=1e-4):
-            raise AssertionError("the output ignores gain and bias: multiply by gain, then add bias, after normalising.")
+            raise CheckFailed("the output ignores gain and bias: multiply by gain, then add bias, after normalising.")
         unbiased = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5) * gain + bias
         if torch.allclose(got, unbiased, atol=1e-4):
-            raise AssertionError(
+            raise CheckFailed(
                 "you divided the squared deviations by D - 1: LayerNorm's variance divides by D "
                 "(x.var(-1, unbiased=False, keepdim=True), or the mean of the squared deviations)."
             )
         centred = x - x.mean(-1, keepdim=True)
         outside = centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5) * gain + bias
         if torch.allclose(got, outside, atol=1e-5) and not torch.allclose(got, expected, atol=1e-5):
-            raise AssertionError("eps belongs inside the square root: divide by sqrt(variance + eps), not sqrt(variance) + eps.")
+            raise CheckFailed("eps belongs inside the square root: divide by sqrt(variance + eps), not sqrt(variance) + eps.")
     assert_tensor(got, expected, "layer_norm(x, gain, bias, 1e-5) on x of shape (2, 3, 5)")
     # A position whose features are (nearly) all equal has variance ~0: only eps keeps it finite.
     flat = torch.tensor([[2.0, 2.0, 2.0, 2.001]])
@@ -85,7 +85,7 @@ def check_post_ln_step(post_ln_step: Callable[..., Tensor]) -> None:
         expected = residual(x, sublayer)
         pre_ln = x + sublayer(residual.norm(x))
     if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, pre_ln, atol=1e-5):
-        raise AssertionError(
+        raise CheckFailed(
             "that is pre-LN, x + sublayer(norm(x)). The paper (section 3.1) adds first and "
             "normalises the sum: norm(x + sublayer(x))."
         )
@@ -109,6 +109,6 @@ def check_pre_ln_stack(pre_ln_stack: Callable[..., Tensor]) -> None:
             h = r(h, f)  # [B, T, D], the un-normalised residual stream
         expected = final_norm(h)
     if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, h, atol=1e-5):
-        raise AssertionError("the stack is right but final_norm is missing: apply it once, after the last step.")
+        raise CheckFailed("the stack is right but final_norm is missing: apply it once, after the last step.")
     assert_tensor(got, expected, f"pre_ln_stack(x, {N} sublayers, {N} norms, final_norm)")
     passed(f"pre_ln_stack matches {N} tx.Residual(norm_first=True) steps followed by the final LayerNorm.")

@@ -17,7 +17,7 @@ from ..decoding import greedy_decode
 from ..masks import causal_mask
 from ..model import Transformer
 from ..multi_head import split_heads
-from . import assert_tensor, call, passed
+from . import CheckFailed, assert_tensor, call, passed
 
 __all__ = ["check_causal_mask", "check_next_tokens", "check_cross_attention_keys"]
 
@@ -41,23 +41,23 @@ def check_causal_mask(causal_mask_fn: Callable[[int], Tensor]) -> None:
     for T in range(1, 7):
         got = call(causal_mask_fn, T)
         if not isinstance(got, Tensor):
-            raise AssertionError(f"causal_mask({T}) should return a torch.Tensor, got {type(got).__name__}.")
+            raise CheckFailed(f"causal_mask({T}) should return a torch.Tensor, got {type(got).__name__}.")
         if got.dtype != torch.bool:
-            raise AssertionError(
+            raise CheckFailed(
                 f"causal_mask({T}) has dtype {got.dtype}; tx masks are bool, True = may attend "
                 "(build it from torch.ones(T, T, dtype=torch.bool), or convert with .bool())."
             )
         if got.shape != (T, T):
-            raise AssertionError(f"causal_mask({T}) has shape {tuple(got.shape)}; expected ({T}, {T}).")
+            raise CheckFailed(f"causal_mask({T}) has shape {tuple(got.shape)}; expected ({T}, {T}).")
         for i in range(T):
             for j in range(T):
                 if j > i and got[i, j]:
-                    raise AssertionError(
+                    raise CheckFailed(
                         f"causal_mask({T})[{i}, {j}] is True: position {i} can see position {j}, which "
                         "comes later. No position may see the future: keep only the diagonal and below."
                     )
                 if j <= i and not got[i, j]:
-                    raise AssertionError(
+                    raise CheckFailed(
                         f"causal_mask({T})[{i}, {j}] is False: position {i} cannot see position {j}"
                         f"{' (itself)' if i == j else ', which comes earlier'}. Every position sees itself and the past."
                     )
@@ -75,11 +75,11 @@ def check_next_tokens(next_tokens: Callable[[Tensor, Tensor, int], Tensor]) -> N
     expected = logits[:, -1].argmax(dim=-1).masked_fill(done, 0)  # [B]
     if isinstance(got, Tensor) and got.shape == expected.shape:
         if torch.equal(got, logits[:, 0].argmax(-1).masked_fill(done, 0)):
-            raise AssertionError("you used the first position's logits: the next word is predicted by the last one, logits[:, -1].")
+            raise CheckFailed("you used the first position's logits: the next word is predicted by the last one, logits[:, -1].")
         if torch.equal(got, logits[:, -1].argmax(-1)):
-            raise AssertionError(f"row 1 has finished (done[1] is True): its token must be pad_id, got {int(got[1])}.")
+            raise CheckFailed(f"row 1 has finished (done[1] is True): its token must be pad_id, got {int(got[1])}.")
     if isinstance(got, Tensor) and got.is_floating_point():
-        raise AssertionError("next_tokens should return integer token ids (argmax gives torch.long), not probabilities.")
+        raise CheckFailed("next_tokens should return integer token ids (argmax gives torch.long), not probabilities.")
     assert_tensor(got, expected, "next_tokens(logits [4, 3, 7], done, pad_id=0)")
     # Now drive a whole decoding loop with it and compare with tx.greedy_decode.
     model, src = _tiny_model(), _source()
@@ -97,7 +97,7 @@ def check_next_tokens(next_tokens: Callable[[Tensor, Tensor, int], Tensor]) -> N
             if bool(finished.all()):
                 break
     if ys.shape != expected_ys.shape or not torch.equal(ys, expected_ys):
-        raise AssertionError(f"a greedy loop built on next_tokens gave\n{ys}\nbut tx.greedy_decode gives\n{expected_ys}.")
+        raise CheckFailed(f"a greedy loop built on next_tokens gave\n{ys}\nbut tx.greedy_decode gives\n{expected_ys}.")
     passed("next_tokens picks the most probable word at the last position and pads finished rows, as tx.greedy_decode does.")
 
 
@@ -114,19 +114,19 @@ def check_cross_attention_keys(cross_attention_keys: Callable[..., Tensor]) -> N
         for layer in range(model.config.n_layers):
             got = call(cross_attention_keys, model, src, tgt, layer)
             if isinstance(got, Tensor) and got.shape == (B, T, model.config.d_model):
-                raise AssertionError(
+                raise CheckFailed(
                     f"shape {tuple(got.shape)} is [B, T, D]: the keys have the source's length S = {S}, and "
                     "are split into heads, [B, H, S, Dh] (tx.split_heads)."
                 )
             if isinstance(got, Tensor) and got.shape == (B, H, T, Dh):
-                raise AssertionError(
+                raise CheckFailed(
                     f"shape {tuple(got.shape)} has the target's length T = {T}: the encoder-decoder attention "
                     "takes its keys from the encoder's output (the memory), not from the decoder's input."
                 )
             if isinstance(got, Tensor) and got.shape == (B, S, model.config.d_model):
-                raise AssertionError(f"shape {tuple(got.shape)} is [B, S, D]: split it into heads, [B, H, S, Dh] (tx.split_heads).")
+                raise CheckFailed(f"shape {tuple(got.shape)} is [B, S, D]: split it into heads, [B, H, S, Dh] (tx.split_heads).")
             embedded = split_heads(model.decoder.layers[layer].cross_attn.w_k(model.src_embed(src)), H)
             if isinstance(got, Tensor) and got.shape == embedded.shape and torch.allclose(got, embedded, atol=1e-5):
-                raise AssertionError("these keys come from the source embeddings; use the top encoder's output, model.encode(src).")
+                raise CheckFailed("these keys come from the source embeddings; use the top encoder's output, model.encode(src).")
             assert_tensor(got, cache.cross_attn[layer].k, f"cross_attention_keys(model, src, tgt, layer={layer})")
     passed("the keys of every decoder layer's cross-attention come from the memory, model.encode(src), through that layer's W^K.")

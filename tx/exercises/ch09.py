@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import assert_tensor, call, passed
+from . import CheckFailed, assert_tensor, call, passed
 
 __all__ = ["POST_VOCAB", "check_softmax_with_temperature", "check_one_hot", "check_pick_word"]
 
@@ -34,7 +34,7 @@ def check_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) -> Non
         got = call(fn, logits.clone(), temperature)
         what = f"softmax_with_temperature(logits of shape {tuple(logits.shape)}, temperature={temperature})"
         if isinstance(got, Tensor) and got.shape == logits.shape and not bool(torch.isfinite(got).all()):
-            raise AssertionError(
+            raise CheckFailed(
                 f"{what} holds inf or nan. exp() of a large logit overflows: subtract the largest "
                 "logit (of each row) before exp(); the softmax does not change."
             )
@@ -53,7 +53,7 @@ def check_one_hot(fn: Callable[[str, Sequence[str]], Tensor]) -> None:
         got = call(fn, word, list(vocab))
         expected = _expected_one_hot(word, vocab)
         if isinstance(got, Tensor) and got.shape == expected.shape and float(got.sum()) != 1.0:
-            raise AssertionError(f"one_hot({word!r}, ...) sums to {float(got.sum()):g}; a one-hot vector holds a single 1.")
+            raise CheckFailed(f"one_hot({word!r}, ...) sums to {float(got.sum()):g}; a one-hot vector holds a single 1.")
         assert_tensor(got, expected, f"one_hot({word!r}, {list(vocab)})")
     passed("your one-hot vectors match F.one_hot.")
 
@@ -71,9 +71,9 @@ def check_pick_word(fn: Callable[[Tensor, Sequence[str]], str]) -> None:
         got = call(fn, logits.clone(), list(POST_VOCAB))
         expected = POST_VOCAB[int(logits.argmax())]
         if not isinstance(got, str):
-            raise AssertionError(f"pick_word should return the word as a str, got {type(got).__name__}.")
+            raise CheckFailed(f"pick_word should return the word as a str, got {type(got).__name__}.")
         if got != expected:
-            raise AssertionError(
+            raise CheckFailed(
                 f"for logits {[round(v, 2) for v in logits.tolist()]} over {list(POST_VOCAB)} you picked "
                 f"{got!r}; the largest logit belongs to {expected!r}."
             )

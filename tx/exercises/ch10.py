@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from ..train import rate, smoothed_targets
-from . import assert_number, assert_tensor, call, passed
+from . import CheckFailed, assert_number, assert_tensor, call, passed
 
 __all__ = ["check_smoothed_targets", "check_cross_entropy", "check_learning_rate"]
 
@@ -35,7 +35,7 @@ def check_smoothed_targets(fn: Callable[[Tensor, int, float], Tensor]) -> None:
         if isinstance(got, Tensor) and got.shape == expected.shape and eps > 0:
             other = float(got[0, (int(target[0]) + 1) % V])
             if math.isclose(other, eps / (V - 1), rel_tol=1e-4):
-                raise AssertionError(
+                raise CheckFailed(
                     f"{what}: the other words get smoothing / (V - 1) = {other:.6g}. tx, like "
                     f"F.cross_entropy(label_smoothing=...), spreads smoothing over all V words, the true "
                     f"one included: every word gets smoothing / V = {eps / V:.6g}, the true word 1 - smoothing on top."
@@ -65,7 +65,7 @@ def check_cross_entropy(fn: Callable[[Tensor, Tensor], Any]) -> None:
         if isinstance(got, Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, (int, float)) and math.isclose(got, -expected, rel_tol=1e-4):
-            raise AssertionError(f"cross_entropy gave {got:.6g}, minus the expected {expected:.6g}: log of a probability is negative, so the loss carries a minus sign.")
+            raise CheckFailed(f"cross_entropy gave {got:.6g}, minus the expected {expected:.6g}: log of a probability is negative, so the loss carries a minus sign.")
         assert_number(got, expected, f"cross_entropy(target={[round(v, 3) for v in target.tolist()]}, probs=...)", tol=1e-4)
     passed("your cross-entropy matches -sum(target * log(probs)), one-hot and smoothed targets alike.")
 

@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..decoding import beam_search, greedy_decode
 from ..model import Transformer
-from . import assert_number, call, passed
+from . import CheckFailed, assert_number, call, passed
 
 __all__ = ["brute_force_top_k", "check_greedy", "check_beam_step", "check_penalised_score"]
 
@@ -40,7 +40,7 @@ def _as_ids(got: Any, what: str) -> list[int]:
     if isinstance(got, Tensor):
         got = got.flatten().tolist()
     if not isinstance(got, (list, tuple)) or not all(isinstance(t, int) for t in got):
-        raise AssertionError(f"{what} should return a list of token ids (ints), got {got!r:.80}.")
+        raise CheckFailed(f"{what} should return a list of token ids (ints), got {got!r:.80}.")
     return list(got)
 
 
@@ -76,17 +76,17 @@ def check_greedy(fn: Callable[[Callable[[list[int]], Tensor], int, int, int], Se
         got = _as_ids(call(fn, next_log_probs, BOS, eos, max_len), "greedy")
         what = f"greedy(next_log_probs, bos_id={BOS}, eos_id={eos}, max_len={max_len})"
         if not got or got[0] != BOS:
-            raise AssertionError(f"{what} returned {got}: the answer starts with bos_id={BOS}, the prefix every step extends.")
+            raise CheckFailed(f"{what} returned {got}: the answer starts with bos_id={BOS}, the prefix every step extends.")
         for t, (a, b) in enumerate(zip(got, expected)):
             if a != b:
-                raise AssertionError(
+                raise CheckFailed(
                     f"{what}: token {t} is {a}, greedy decoding picks {b} (the argmax of next_log_probs of the "
                     f"prefix {expected[:t]}). Got {got}, expected {expected}."
                 )
         if len(got) != len(expected):
             hint = (f"stop as soon as you append eos_id={eos}, keeping it" if len(got) > len(expected) and eos in got
                     else f"generate at most max_len={max_len} tokens after <bos>, and stop after eos_id")
-            raise AssertionError(f"{what} returned {len(got)} ids, expected {len(expected)}: {hint}. "
+            raise CheckFailed(f"{what} returned {len(got)} ids, expected {len(expected)}: {hint}. "
                                  f"Got {got}, expected {expected}.")
     passed("your loop picks the same words as tx.greedy_decode and stops at the same place.")
 
@@ -140,11 +140,11 @@ def check_beam_step(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]
         K = scores.size(0)
         got = call(fn, scores.clone(), log_probs.clone())
         if not (isinstance(got, (tuple, list)) and len(got) == 3):
-            raise AssertionError(f"beam_step should return three tensors (parent, token, score), got {type(got).__name__}.")
+            raise CheckFailed(f"beam_step should return three tensors (parent, token, score), got {type(got).__name__}.")
         parent, token, score = (torch.as_tensor(x) for x in got)
         for name, x in (("parent", parent), ("token", token), ("score", score)):
             if x.shape != (K,):
-                raise AssertionError(f"{description}: {name} has shape {tuple(x.shape)}; expected ({K},), one entry per kept beam.")
+                raise CheckFailed(f"{description}: {name} has shape {tuple(x.shape)}; expected ({K},), one entry per kept beam.")
         expected = brute_force_top_k(scores, log_probs)
         mine = list(zip(parent.tolist(), token.tolist(), score.tolist()))
         for rank, ((p, t, s), (ep, et, es)) in enumerate(zip(mine, expected)):
@@ -152,7 +152,7 @@ def check_beam_step(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]
                 hint = ("parent = flat index // V and token = flat index % V, where V = log_probs.size(1)"
                         if abs(s - es) <= 1e-4 else
                         "the score of a continuation is scores[parent] + log_probs[parent, token]; rank all K*V of them together")
-                raise AssertionError(
+                raise CheckFailed(
                     f"{description}: at rank {rank} you keep (parent={int(p)}, token={int(t)}, score={s:.4f}); the "
                     f"brute-force top {K} has (parent={ep}, token={et}, score={es:.4f}) there. Hint: {hint}."
                 )
