@@ -13,15 +13,16 @@ removed and outputs cleared (see :mod:`tx.exercises.learner`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import math
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 from torch import Tensor
 
-__all__ = ["CheckFailed", "call", "as_shape", "assert_tensor", "assert_number", "as_number", "passed", "keeps_random_state"]
+__all__ = ["CheckFailed", "call", "as_shape", "assert_tensor", "assert_number", "as_number", "passed", "keeps_random_state", "forbidding"]
 
 Checker = TypeVar("Checker", bound=Callable[..., Any])
 
@@ -57,6 +58,35 @@ def keeps_random_state(checker: Checker) -> Checker:
             return checker(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def forbidding(targets: list[tuple[Any, str]], why: str) -> Iterator[None]:
+    """Within the block, calling ``owner.name`` for any ``(owner, name)`` in ``targets`` raises CheckFailed.
+
+    An exercise that says "without calling torch.softmax" checks it: the learner's function
+    is called inside this block. The checker computes its own expected values outside it.
+    """
+    # A class's inherited method is restored by deleting the stand-in, not by copying it down.
+    saved = [(owner, name, getattr(owner, name), isinstance(owner, type) and name not in vars(owner))
+             for owner, name in targets]
+
+    def refuse(name: str) -> Callable[..., Any]:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise CheckFailed(f"your function calls {name}: {why}")
+        return refused
+
+    try:
+        for owner, name, _, _ in saved:
+            label = f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
+            setattr(owner, name, refuse(label))
+        yield
+    finally:
+        for owner, name, original, inherited in reversed(saved):
+            if inherited:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
 
 
 def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -11,10 +11,13 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import CheckFailed, assert_number, assert_tensor, call, passed
+from . import CheckFailed, assert_number, assert_tensor, call, forbidding, passed
 from ..attention import attention
 
-__all__ = ["check_scaled_score", "check_softmax", "check_attend_one_word"]
+__all__ = ["SOFTMAXES", "check_scaled_score", "check_softmax", "check_attend_one_word"]
+
+SOFTMAXES = [(torch, "softmax"), (torch.Tensor, "softmax"), (torch.nn.functional, "softmax"), (torch.special, "softmax")]
+"""torch's softmax functions, which the softmax exercises ask the learner to do without."""
 
 # The chapter's "Thinking Machines": q_Thinking, and the keys and values of both words.
 _Q_THINKING = torch.tensor([2.0, 0.0, 2.0])
@@ -67,14 +70,25 @@ def check_softmax(fn: Callable[[Tensor], Any]) -> None:
         torch.randn(7, generator=gen) * 3,
         torch.tensor([1000.0, 999.0, 998.0]),  # exp(1000) overflows to inf in float32
         torch.tensor([-1000.0, -1001.0]),  # exp(-1000) underflows to 0: 0 / 0
+        # A wide range: subtracting the smallest score instead of the largest overflows here.
+        torch.tensor([3.0, -150.0, 0.5, -2.0]),
+        torch.randn(9, generator=gen) * 60,
     ]
     for scores in cases:
         n = scores.numel()
         # With one query [1] and keys `scores` [n, 1], d_k = 1: tx.attention's weights are softmax(scores).
         expected = attention(torch.ones(1, 1), scores[:, None], torch.zeros(n, 1))[1][0]  # [n]
-        got = call(fn, scores.clone())
+        with forbidding(SOFTMAXES, "write softmax yourself, with exp, a sum and a division."):
+            got = call(fn, scores.clone())
         what = f"your softmax of {[round(s, 3) for s in scores.tolist()]}"
-        if isinstance(got, Tensor) and got.shape == expected.shape and not torch.isfinite(got).all():
+        overflows = float(scores.abs().max()) > 80  # exp(80) is near float32's limit
+        if isinstance(got, Tensor) and got.shape == expected.shape and not torch.isfinite(got).all() and overflows:
+            if float(scores.max() - scores.min()) > 88 and not bool(scores.abs().min() > 500):
+                raise CheckFailed(
+                    f"{what} holds inf or nan: these scores span {float(scores.max() - scores.min()):.0f}, "
+                    "and exp of anything above about 88 overflows in float32. Subtracting the smallest "
+                    "score makes the exponents large; subtract the largest score, so every exponent is at most 0."
+                )
             raise CheckFailed(
                 f"{what} holds inf or nan: exp overflows (or every exp underflows to 0) for scores this "
                 "large. Softmax is unchanged when you subtract the same number from every score: "
