@@ -142,7 +142,7 @@ def test_brute_force_agrees_with_beam_search_on_its_first_step():
     (lambda lp, a: float(lp.sum() / (len(lp) - 1) ** a) if len(lp) > 1 else float(lp.sum()), "expected"),  # <eos> not counted
     (lambda lp, a: float(lp.sum() * len(lp) ** a), "expected"),  # multiplies
     (lambda lp, a: float(lp.mean()), "expected"),  # alpha ignored, always 1
-    (lambda lp, a: "score", "should be a number"),
+    (lambda lp, a: "score", "should be one number"),
 ])
 def test_penalised_score_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

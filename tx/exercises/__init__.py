@@ -107,7 +107,9 @@ def as_shape(got: Any, what: str = "the shape", length: int | None = None) -> tu
     count = {2: "two", 3: "three", 4: "four"}.get(length, str(length)) + " " if length else ""
     try:
         shape = tuple(int(n) for n in got)
-    except (TypeError, ValueError):
+        if any(isinstance(n, bool) or float(n) != int(n) for n in got):
+            shape = None  # 2.5 (or True) is not a length
+    except (TypeError, ValueError, OverflowError):
         shape = None
     if shape is None or (length is not None and len(shape) != length):
         raise CheckFailed(f"return {what} as a tuple of {count}integers, got {got!r}.")

@@ -96,7 +96,7 @@ def check_embed_tokens(fn: Callable[[Tensor, Tensor], Any]) -> None:
     with torch.no_grad():
         expected = embed.token(ids) * math.sqrt(D)  # [B, T, D]
         with_pe = embed.eval()(ids)  # + positional encoding
-    got = call(fn, ids, table)
+    got = call(fn, ids.clone(), table.clone())
     if isinstance(got, Tensor) and got.shape == expected.shape:
         if torch.allclose(got, expected / math.sqrt(D), atol=1e-5):
             raise CheckFailed(
@@ -105,4 +105,12 @@ def check_embed_tokens(fn: Callable[[Tensor, Tensor], Any]) -> None:
         if torch.allclose(got, with_pe, atol=1e-4):
             raise CheckFailed("you added the positional encoding too; return the scaled word vectors alone.")
     assert_tensor(got, expected, "your embeddings", atol=1e-5)
+    # A table and ids the learner never sees, of another size: d_model is the table's width.
+    g = torch.Generator().manual_seed(2)
+    table = torch.randn(11, 6, generator=g)  # [V, D]
+    ids = torch.randint(0, 11, (2, 4), generator=g)  # [B, T]
+    got = call(fn, ids.clone(), table.clone())
+    if isinstance(got, Tensor) and got.shape == (2, 4, 6) and torch.allclose(got, table[ids] * math.sqrt(D), atol=1e-5):
+        raise CheckFailed(f"you scaled by sqrt({D}), the book's d_model; take d_model from the table, table.size(1).")
+    assert_tensor(got, table[ids] * math.sqrt(6), "your embeddings for ids [2, 4] and a table [11, 6]", atol=1e-5)
     passed(f"table[ids] * sqrt({D}) is what model.src_embed computes before it adds the positions.")

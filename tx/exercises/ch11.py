@@ -141,14 +141,28 @@ def check_beam_step(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]
         got = call(fn, scores.clone(), log_probs.clone())
         if not (isinstance(got, (tuple, list)) and len(got) == 3):
             raise CheckFailed(f"beam_step should return three tensors (parent, token, score), got {type(got).__name__}.")
-        parent, token, score = (torch.as_tensor(x) for x in got)
+        try:
+            parent, token, score = (torch.as_tensor(x) for x in got)
+        except (TypeError, ValueError, RuntimeError):
+            raise CheckFailed(f"beam_step should return three tensors (parent, token, score), got {got!r:.120}.") from None
         for name, x in (("parent", parent), ("token", token), ("score", score)):
             if x.shape != (K,):
                 raise CheckFailed(f"{description}: {name} has shape {tuple(x.shape)}; expected ({K},), one entry per kept beam.")
+        for name, x in (("parent", parent), ("token", token)):
+            if x.is_floating_point() or x.dtype == torch.bool:
+                raise CheckFailed(
+                    f"{description}: {name} has dtype {x.dtype}; it holds indices, so it must be an integer "
+                    "tensor (// and % of topk's indices give torch.long)."
+                )
+        if not bool(torch.isfinite(score).all()):
+            raise CheckFailed(
+                f"{description}: your scores {score.tolist()} are not all finite. Only the K best continuations "
+                "are kept, and a beam of score -inf is never among them while finite ones remain."
+            )
         expected = brute_force_top_k(scores, log_probs)
         mine = list(zip(parent.tolist(), token.tolist(), score.tolist()))
         for rank, ((p, t, s), (ep, et, es)) in enumerate(zip(mine, expected)):
-            if (int(p), int(t)) != (ep, et) or abs(s - es) > 1e-4:
+            if (int(p), int(t)) != (ep, et) or not abs(s - es) <= 1e-4:
                 hint = ("parent = flat index // V and token = flat index % V, where V = log_probs.size(1)"
                         if abs(s - es) <= 1e-4 else
                         "the score of a continuation is scores[parent] + log_probs[parent, token]; rank all K*V of them together")
