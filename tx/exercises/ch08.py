@@ -17,7 +17,8 @@ from ..decoding import greedy_decode
 from ..masks import causal_mask
 from ..model import Transformer
 from ..multi_head import split_heads
-from . import CheckFailed, assert_tensor, call, passed
+from . import CheckFailed, assert_tensor, call, forbidding, passed
+from .. import masks
 
 __all__ = ["check_causal_mask", "check_next_tokens", "check_cross_attention_keys"]
 
@@ -38,8 +39,12 @@ def _source(seed: int = 1) -> Tensor:
 
 def check_causal_mask(causal_mask_fn: Callable[[int], Tensor]) -> None:
     """``causal_mask_fn(T)`` must be bool [T, T], True where query i may see key j, i.e. j <= i."""
-    for T in range(1, 7):
-        got = call(causal_mask_fn, T)
+    import tx
+
+    # T = 4 first: a mask of one position cannot tell an inverted mask from a hidden diagonal.
+    for T in (4, 1, 2, 3, 5, 6):
+        with forbidding([(tx, "causal_mask"), (masks, "causal_mask")], "build the mask yourself, from torch.ones or torch.arange."):
+            got = call(causal_mask_fn, T)
         if not isinstance(got, Tensor):
             raise CheckFailed(f"causal_mask({T}) should return a torch.Tensor, got {type(got).__name__}.")
         if got.dtype != torch.bool:
@@ -49,6 +54,17 @@ def check_causal_mask(causal_mask_fn: Callable[[int], Tensor]) -> None:
             )
         if got.shape != (T, T):
             raise CheckFailed(f"causal_mask({T}) has shape {tuple(got.shape)}; expected ({T}, {T}).")
+        expected = causal_mask(T)
+        if T > 1 and torch.equal(got, ~expected):
+            raise CheckFailed(
+                f"causal_mask({T}) is inverted: it is True where attention is blocked. In tx, as in "
+                "F.scaled_dot_product_attention, True means may attend: keep the diagonal and below True."
+            )
+        if T > 1 and torch.equal(got, expected.T):
+            raise CheckFailed(
+                f"causal_mask({T}) is the transpose of the causal mask: rows are queries i and columns keys j, "
+                "and query i may see key j when j <= i, the lower triangle (torch.tril)."
+            )
         for i in range(T):
             for j in range(T):
                 if j > i and got[i, j]:
@@ -81,6 +97,14 @@ def check_next_tokens(next_tokens: Callable[[Tensor, Tensor, int], Tensor]) -> N
     if isinstance(got, Tensor) and got.is_floating_point():
         raise CheckFailed("next_tokens should return integer token ids (argmax gives torch.long), not probabilities.")
     assert_tensor(got, expected, "next_tokens(logits [4, 3, 7], done, pad_id=0)")
+    # Another batch, with a pad_id other than 0: the learner never sees it.
+    logits, done = torch.randn(2, 5, 9, generator=g), torch.tensor([True, False])
+    got = call(next_tokens, logits.clone(), done.clone(), 3)
+    expected = logits[:, -1].argmax(dim=-1).masked_fill(done, 3)  # [B]
+    if isinstance(got, Tensor) and got.shape == expected.shape and int(got[0]) == 0:
+        raise CheckFailed("a finished sentence got id 0: use the pad_id argument (here 3), not a fixed 0.")
+    assert_tensor(got.long() if isinstance(got, Tensor) and not got.is_floating_point() else got, expected,
+                  "next_tokens(logits [2, 5, 9], done, pad_id=3)")
     # Now drive a whole decoding loop with it and compare with tx.greedy_decode.
     model, src = _tiny_model(), _source()
     first = greedy_decode(model, src, 6, bos_id=1, eos_id=-1, use_cache=False)  # -1: never stops
@@ -91,7 +115,11 @@ def check_next_tokens(next_tokens: Callable[[Tensor, Tensor, int], Tensor]) -> N
         ys = torch.ones(3, 1, dtype=torch.long)
         finished = torch.zeros(3, dtype=torch.bool)
         for _ in range(6):
-            token = call(next_tokens, model.decode(memory, src, ys), finished, 0)
+            token = call(next_tokens, model.decode(memory, src, ys), finished.clone(), 0)
+            if not isinstance(token, Tensor) or token.shape != (ys.size(0),):
+                shape = tuple(token.shape) if isinstance(token, Tensor) else type(token).__name__
+                raise CheckFailed(f"in a decoding loop over {ys.size(0)} sentences, next_tokens returned {shape}; "
+                                  f"expected one id per sentence, shape ({ys.size(0)},).")
             ys = torch.cat([ys, token.view(-1, 1).long()], dim=1)
             finished = finished | (token == eos)
             if bool(finished.all()):
@@ -125,8 +153,15 @@ def check_cross_attention_keys(cross_attention_keys: Callable[..., Tensor]) -> N
                 )
             if isinstance(got, Tensor) and got.shape == (B, S, model.config.d_model):
                 raise CheckFailed(f"shape {tuple(got.shape)} is [B, S, D]: split it into heads, [B, H, S, Dh] (tx.split_heads).")
-            embedded = split_heads(model.decoder.layers[layer].cross_attn.w_k(model.src_embed(src)), H)
-            if isinstance(got, Tensor) and got.shape == embedded.shape and torch.allclose(got, embedded, atol=1e-5):
+            attn = model.decoder.layers[layer].cross_attn
+            embedded = split_heads(attn.w_k(model.src_embed(src)), H)
+            close = lambda other: (isinstance(got, Tensor) and got.shape == other.shape  # noqa: E731
+                                   and torch.allclose(got.float(), other, atol=1e-5))
+            if close(embedded):
                 raise CheckFailed("these keys come from the source embeddings; use the top encoder's output, model.encode(src).")
+            if close(split_heads(attn.w_v(model.encode(src)), H)):
+                raise CheckFailed("these are the values, made by w_v; the keys are made by the key projection, w_k.")
+            if layer > 0 and close(cache.cross_attn[0].k):
+                raise CheckFailed(f"for layer={layer} you returned layer 0's keys: use model.decoder.layers[layer].")
             assert_tensor(got, cache.cross_attn[layer].k, f"cross_attention_keys(model, src, tgt, layer={layer})")
     passed("the keys of every decoder layer's cross-attention come from the memory, model.encode(src), through that layer's W^K.")
