@@ -11,7 +11,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from . import CheckFailed, call, keeps_random_state, passed
+from . import CheckFailed, call, forbidding, keeps_random_state, passed
+from ..layers import FeedForward
+from ..multi_head import MultiHeadAttention
 from ..decoder import DecoderLayer
 from ..encoder import Encoder, EncoderLayer
 
@@ -29,7 +31,9 @@ def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
     for d_model, d_ff, n_heads in ((4, 8, 2), (6, 10, 3), (128, 256, 4), (512, 2048, 8)):
         layer = EncoderLayer(d_model, n_heads, d_ff)
         expected = _count(layer)
-        got = call(fn, d_model, d_ff)
+        with forbidding([(EncoderLayer, "__init__"), (MultiHeadAttention, "__init__"), (FeedForward, "__init__")],
+                        "count from a formula; building the layer is what the exercise asks you to do without."):
+            got = call(fn, d_model, d_ff)
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, float) and got.is_integer():
@@ -103,6 +107,9 @@ def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
     one = EncoderLayer(8, 2, 16)
     tied = nn.ModuleList([EncoderLayer(8, 2, 16), EncoderLayer(8, 2, 16)])
     tied[1].feed_forward.linear1.weight = tied[0].feed_forward.linear1.weight
+    # Three layers, the first and the last sharing a bias: comparing only neighbours misses it.
+    far = nn.ModuleList([EncoderLayer(8, 2, 16) for _ in range(3)])
+    far[2].feed_forward.linear2.bias = far[0].feed_forward.linear2.bias
     cases = [
         ("the layers of tx.Encoder(3, 8, 2, 16)", Encoder(3, 8, 2, 16).layers, True,
          "each layer of tx.Encoder is built on its own, so no tensor is shared."),
@@ -114,6 +121,8 @@ def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
          "a shared tensor only once; compare each layer's own parameters."),
         ("two layers whose feed_forward.linear1.weight is one tensor", tied, False,
          "one weight matrix is shared between the layers; a single shared tensor is enough to answer False."),
+        ("three layers, the first and the third sharing feed_forward.linear2.bias", far, False,
+         "layers 0 and 2 share a tensor. Compare every layer with every other, not only neighbours."),
     ]
     for what, layers, expected, why in cases:
         got = call(fn, layers)
