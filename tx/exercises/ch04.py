@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import CheckFailed, as_shape, assert_number, assert_tensor, call, passed
+from . import CheckFailed, as_number, as_shape, assert_number, assert_tensor, call, passed
 from ..attention import attention
 from ..masks import causal_mask, padding_mask
 
@@ -21,7 +21,10 @@ __all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention_
 
 def check_scores_shape(fn: Callable[[tuple[int, ...], tuple[int, ...]], Any]) -> None:
     """``fn(q_shape, k_shape)`` must give the shape of Q K^T for Q [..., Tq, Dk] and K [..., Tk, Dk]."""
-    cases = [((3, 3), (3, 3)), ((2, 5), (7, 5)), ((10, 64), (12, 64)), ((4, 8, 10, 64), (4, 8, 12, 64))]
+    g = torch.Generator().manual_seed(4)
+    b, h, tq, tk, d = (int(n) for n in torch.randint(2, 30, (5,), generator=g))  # sizes the learner never sees
+    cases = [((3, 3), (3, 3)), ((2, 5), (7, 5)), ((10, 64), (12, 64)), ((4, 8, 10, 64), (4, 8, 12, 64)),
+             ((b, h, tq, d), (b, h, tk, d)), ((b, tq + 1, d + 2), (b, tk + 3, d + 2))]
     for q_shape, k_shape in cases:
         # The meta device computes shapes without allocating memory.
         q, k = torch.empty(q_shape, device="meta"), torch.empty(k_shape, device="meta")
@@ -48,14 +51,22 @@ def check_dot_product_variance(fn: Callable[[int, int, bool], Any]) -> None:
             expected = 1.0 if scaled else float(d_k)
             # Seeded inside fork_rng: the same samples every run, and the notebook's own
             # random stream is left where it was.
-            with torch.random.fork_rng():
-                torch.manual_seed(d_k)
-                got = call(fn, d_k, 20_000, scaled)
-            if isinstance(got, Tensor) and got.numel() == 1:
-                got = got.item()
-            if not isinstance(got, (int, float)) or isinstance(got, bool):
-                raise CheckFailed(f"return one number, the variance, got {type(got).__name__}.")
+            draws = []
+            for seed in (d_k, 1000 + d_k):  # two seeds: two samples, two (slightly) different variances
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(seed)
+                    draws.append(call(fn, d_k, 20_000, scaled))
+            got = draws[0]
+            if isinstance(got, Tensor):
+                raise CheckFailed(f"return the variance as a Python float (tensor.item()), got a tensor of shape {tuple(got.shape)}.")
+            got = as_number(got, f"your variance for d_k={d_k}, scaled={scaled}")
             what = f"your variance for d_k={d_k}, scaled={scaled}"
+            if got == expected or draws[0] == draws[1]:
+                raise CheckFailed(
+                    f"{what} is {got:.6g} whatever the random draws (the checker seeds torch differently and "
+                    "gets the same number): measure it. Draw q and k with torch.randn, take their dot products "
+                    "and return the sample variance, which is close to the theory but never exactly it."
+                )
             if abs(got - expected) <= 0.1 * expected:
                 continue
             if abs(got - math.sqrt(expected)) <= 0.1 * math.sqrt(expected) and d_k > 1 and not scaled:
@@ -128,6 +139,13 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
                     f"with {name}, a row of your weights sums to {float(sums[bad][0]):.4g}: apply the softmax "
                     "over the last axis (the keys), after masking, so every row sums to 1."
                 )
+        if isinstance(got_w, Tensor) and got_w.shape == weights.shape:
+            d_k, d_v = q.shape[-1], v.shape[-1]
+            for scale, hint in ((1.0, f"you did not divide the scores by sqrt(d_k) = sqrt({d_k})"),
+                                (math.sqrt(d_v), f"you divided by sqrt(d_v) = sqrt({d_v}); the scale is sqrt(d_k) = sqrt({d_k})")):
+                if abs(scale - math.sqrt(d_k)) > 1e-6 and torch.allclose(
+                        got_w.detach().float(), attention(q * math.sqrt(d_k) / scale, k, v, mask)[1], atol=1e-5):
+                    raise CheckFailed(f"with {name}, {hint}.")
         assert_tensor(got_w, weights, f"your weight matrix with {name}")
         assert_tensor(got_out, out, f"your output with {name}")
     passed("softmax(Q K^T / sqrt(d_k)) V, with -inf where the mask is False, matches tx.attention.")
