@@ -36,11 +36,16 @@ def check_position_wise_ffn(fn: Callable[..., Any]) -> None:
         with torch.no_grad():
             expected = ffn(x)  # [B, T, D]
             no_relu = ffn.linear2(ffn.linear1(x))
-        got = call(fn, x, w1, b1, w2, b2)
+        got = call(fn, x.clone(), w1, b1, w2, b2)
         if isinstance(got, Tensor) and got.shape == expected.shape and torch.allclose(got, no_relu, atol=1e-4):
             raise CheckFailed(
                 "your output is x W1 + b1 passed straight into W2: apply the ReLU, max(0, .), in between."
             )
+        if isinstance(got, Tensor) and got.shape == expected.shape:
+            if torch.allclose(got, torch.relu(x @ w1) @ w2 + b2, atol=1e-4):
+                raise CheckFailed("b1 is missing: add it to x W1 before the ReLU, max(0, x W1 + b1).")
+            if torch.allclose(got, torch.relu(x @ w1 + b1) @ w2, atol=1e-4):
+                raise CheckFailed("b2 is missing: add it after the second product, ... W2 + b2.")
         assert_tensor(got, expected, f"your feed-forward output for x of shape {tuple(shape)} (d_ff={d_ff})", atol=1e-4)
     passed("max(0, x W1 + b1) W2 + b2 matches tx.FeedForward at every position.")
 
@@ -104,6 +109,8 @@ def check_embed_tokens(fn: Callable[[Tensor, Tensor], Any]) -> None:
             )
         if torch.allclose(got, with_pe, atol=1e-4):
             raise CheckFailed("you added the positional encoding too; return the scaled word vectors alone.")
+        if torch.allclose(got, expected * math.sqrt(D), atol=1e-3):
+            raise CheckFailed(f"you multiplied by d_model = {D}; the scale is its square root, sqrt({D}) = {math.sqrt(D):.3f}.")
     assert_tensor(got, expected, "your embeddings", atol=1e-5)
     # A table and ids the learner never sees, of another size: d_model is the table's width.
     g = torch.Generator().manual_seed(2)

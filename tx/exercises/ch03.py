@@ -94,7 +94,8 @@ def check_softmax(fn: Callable[[Tensor], Any]) -> None:
                 "large. Softmax is unchanged when you subtract the same number from every score: "
                 "subtract the largest score first."
             )
-        if isinstance(got, Tensor) and got.shape == expected.shape and not math.isclose(float(got.sum()), 1.0, abs_tol=1e-4):
+        if (isinstance(got, Tensor) and got.shape == expected.shape and bool(torch.isfinite(got).all())
+                and not math.isclose(float(got.sum()), 1.0, abs_tol=1e-4)):
             raise CheckFailed(
                 f"{what} sums to {float(got.sum()):.4g}, not 1: divide every exp by the sum of all of them."
             )
