@@ -292,8 +292,9 @@ def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites:
         tags = cell.get("metadata", {}).get("tags", [])
         if cell["cell_type"] == "markdown":
             text = to_markdown(_source(cell), equations, cites)
-            if text.lstrip().lower().startswith("## exercises"):
-                text = f"{text}\n\n{EXPECTED_FAILURES}"
+            # The Exercises heading may close a longer cell (the Summary's, say): the note goes under it.
+            text = re.sub(r"^(## Exercises\b.*)$", lambda m: f"{m.group(1)}\n\n{EXPECTED_FAILURES}", text,
+                          count=1, flags=re.M | re.I)
             cell["source"] = text
         elif "check" in tags:
             # The website hides a check's output; in Jupyter the verdict is the point.
