@@ -111,6 +111,7 @@ def test_directives_roles_and_labels_become_markdown():
     assert text.startswith("### Exercise: Softmax\n\nWrite it with (3.4), as in (Vaswani et al., 2017; Ba et al., 2016); "
                            "Vaswani et al. (2017) say so.")
     assert "$$\nw = e^s \\tag{3.4}\n$$" in text
+    assert to_markdown("as ({eq}`eq-ch03-softmax`) says", equations, cites) == "as (3.4) says"  # not ((3.4))
     assert "> **Note**\n>\n> A note with $x^2$ and a link." in text
     assert "> **Why?**\n>\n> Because." in text
     assert not any(p.search(text) for p in RAW_MYST.values()), text

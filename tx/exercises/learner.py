@@ -277,6 +277,8 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
 
     text = _LABELLED_MATH.sub(tag, text)
     text = _TARGET.sub("", text)
+    # "(see {eq}`x`)" is fine, but "({eq}`x`)" would read ((3.1)) once the role brings its own parentheses.
+    text = re.sub(r"\((\{eq\}`[^`]*`)\)", r"\1", text)
     text = _ROLE.sub(lambda m: _role(m.group("name"), m.group("content"), equations, cites), text)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
