@@ -67,9 +67,15 @@ chromium:
 site-test: $(STAMP) chromium
 	$(BIN)/pytest tests/site -q
 
-## lab: open the chapters in JupyterLab, in the same environment as the tests
+## lab: JupyterLab on the learner edition in workbook/, in the same environment as the tests.
+## The committed chapters are never opened, so JupyterLab's autosave cannot write into them;
+## re-running keeps every notebook you changed (tx.exercises learner never overwrites one).
+LAB_DIR := workbook
+# JupyterLab refuses to start as root (containers, CI-like machines) without --allow-root.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
-	$(BIN)/jupyter lab chapters
+	$(BIN)/python -m tx.exercises learner $(LAB_DIR)
+	$(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_DIR) $(LAB_ROOT) $(LAB_ARGS)
 
 clean:
 	rm -rf _build

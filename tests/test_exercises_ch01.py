@@ -26,6 +26,9 @@ def test_params_accepts_the_formula(capsys):
     (lambda d, f: params_right(d, f) - d * d - d, "W\\^O"),
     (lambda d, f: 2 * d * f, "tx.EncoderLayer has 172"),
     (lambda d, f: "172", "whole number"),
+    (lambda d, f: sum(p.numel() for p in __import__("tx").EncoderLayer(d, 2, f).parameters()), "calls EncoderLayer.__init__"),
+    (lambda d, f: 3_152_384, "tx.EncoderLayer has 172"),  # the paper's count, hard-coded
+    (lambda d, f: params_right(d, f) + 0.5, "whole number"),
 ])
 def test_params_rejects_wrong_counts(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
@@ -81,6 +84,11 @@ def by_value(layers):
     return not any(all(bool((p == q).all()) for p, q in zip(first, layer.parameters())) for layer in layers[1:])
 
 
+def neighbours_only(layers):
+    return all(not ({id(p) for p in a.parameters()} & {id(p) for p in b.parameters()})
+               for a, b in zip(layers, layers[1:]))
+
+
 def dedup_count(layers):
     # stack.parameters() lists a shared tensor once, so [layer, layer] looks like one layer
     return len(list(layers.parameters())) == len(list(layers[0].parameters()))
@@ -92,6 +100,7 @@ def dedup_count(layers):
     (dedup_count, "built on its own"),
     (by_value, "by identity"),
     (lambda layers: "yes", "True or False"),
+    (neighbours_only, "not only neighbours"),
 ])
 def test_sharing_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -25,8 +25,8 @@ def test_ffn_accepts_the_formula(capsys):
 
 @pytest.mark.parametrize("wrong, hint", [
     (lambda x, w1, b1, w2, b2: (x @ w1 + b1) @ w2 + b2, "ReLU"),
-    (lambda x, w1, b1, w2, b2: torch.relu(x @ w1) @ w2 + b2, "differs at index"),
-    (lambda x, w1, b1, w2, b2: torch.relu(x @ w1 + b1) @ w2, "differs at index"),
+    (lambda x, w1, b1, w2, b2: torch.relu(x @ w1) @ w2 + b2, "b1 is missing"),
+    (lambda x, w1, b1, w2, b2: torch.relu(x @ w1 + b1) @ w2, "b2 is missing"),
     (lambda x, w1, b1, w2, b2: torch.relu(x @ w1 + b1), "has shape"),
     (lambda x, w1, b1, w2, b2: ffn_right(x, w1, b1, w2, b2).tolist(), "torch.Tensor"),
     # mixing positions breaks the position-wise property
@@ -82,7 +82,8 @@ def test_embed_accepts_the_scaled_lookup(capsys):
     (lambda ids, table: table[ids], "sqrt\\(d_model\\)"),
     (lambda ids, table: table[ids] * math.sqrt(table.size(1)) + tx.positional_encoding(ids.size(1), table.size(1)),
      "positional encoding"),
-    (lambda ids, table: table[ids] * table.size(1), "differs at index"),
+    (lambda ids, table: table[ids] * table.size(1), "square root"),
+    (lambda ids, table: table[ids] * math.sqrt(128), "take d_model from the table"),  # the book's size, hard-coded
     (lambda ids, table: table[ids[0]] * math.sqrt(table.size(1)), "has shape"),
 ])
 def test_embed_rejects_wrong_answers(wrong, hint):

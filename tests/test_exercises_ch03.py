@@ -59,6 +59,9 @@ def test_softmax_accepts_the_stable_formula(capsys):
     (lambda s: s / s.sum(), "differs|sums to"),
     (lambda s: (s - s.max()).exp().tolist(), "torch.Tensor"),
     (lambda s: softmax_right(s)[:-1], "has shape"),
+    (lambda s: (s - s.min()).exp() / (s - s.min()).exp().sum(), "subtract the largest score"),  # overflows on a wide range
+    (lambda s: torch.softmax(s, 0), "calls torch.softmax"),
+    (lambda s: softmax_right(s) * float("nan"), "nan or inf"),
 ])
 def test_softmax_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -33,6 +33,8 @@ def test_shape_accepts_a_torch_size(capsys):
     (lambda q, k: (*q[:-2], k[-2], q[-2]), "Rows are queries"),
     (lambda q, k: (q[-2], k[-2]), "leading axes"),
     (lambda q, k: "Tq x Tk", "tuple of integers"),
+    (lambda q, k: (10, 12), "expected"),  # the prompt's example, hard-coded
+    (lambda q, k: (*q[:-1], k[-2] + 0.5), "tuple of integers"),
 ])
 def test_shape_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
@@ -55,9 +57,10 @@ def test_variance_accepts_the_estimate(capsys):
     assert capsys.readouterr().out.startswith("Correct:")
 
 
-def test_variance_accepts_a_tensor(capsys):
-    ch04.check_dot_product_variance(lambda d, n, s: torch.tensor(variance_right(d, n, s)))
-    assert "Correct" in capsys.readouterr().out
+def fixed_sample(d_k, n_samples, scaled):
+    g = torch.Generator().manual_seed(0)
+    dots = (torch.randn(n_samples, d_k, generator=g) * torch.randn(n_samples, d_k, generator=g)).sum(-1)
+    return (dots / (math.sqrt(d_k) if scaled else 1)).var().item()
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -66,7 +69,10 @@ def test_variance_accepts_a_tensor(capsys):
     (lambda d, n, s: variance_right(d, n, False), "divide each dot product"),
     (lambda d, n, s: variance_right(d, n, False) / (d * d if s else 1), "not by d_k"),
     (lambda d, n, s: 4 * variance_right(d, n, s), "variance for d_k"),  # randn * 2: variance 4 per entry
-    (lambda d, n, s: [variance_right(d, n, s)], "return one number"),
+    (lambda d, n, s: [variance_right(d, n, s)], "one number"),
+    (lambda d, n, s: 1.0 if s else float(d), "measure it"),  # the theory, hard-coded
+    (lambda d, n, s: torch.tensor(variance_right(d, n, s)), "Python float"),
+    (fixed_sample, "measure it"),  # its own generator: the same sample every call
 ])
 def test_variance_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
@@ -123,9 +129,10 @@ def _softmax_over_queries(q, k, v, mask=None):
     (_softmax_over_queries, "over the last axis"),
     (lambda q, k, v, mask=None: attention_right(q, k, v, mask)[0], "return two tensors"),
     (lambda q, k, v, mask=None: attention_right(q, k, v, mask)[::-1], "first tensor is the weights"),
-    (lambda q, k, v, mask=None: attention_right(q * math.sqrt(q.shape[-1]), k, v, mask), "weight matrix .* differs"),
+    (lambda q, k, v, mask=None: attention_right(q * math.sqrt(q.shape[-1]), k, v, mask), "did not divide"),
     (lambda q, k, v, mask=None: attention_right(q * math.sqrt(q.shape[-1] / v.shape[-1]), k, v, mask),
-     "weight matrix .* differs"),  # scaled by sqrt(d_v)
+     "divided by sqrt\\(d_v\\)"),
+    (lambda q, k, v, mask=None: tuple(t * float("nan") for t in attention_right(q, k, v, mask)), "nan or inf|sums to"),
 ])
 def test_attention_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

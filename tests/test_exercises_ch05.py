@@ -45,6 +45,28 @@ def test_combine_heads_rejects_a_reshape_without_transpose():
         ch05.check_combine_heads(no_transpose)
 
 
+def test_split_heads_rejects_a_transpose_of_the_wrong_axes():
+    with pytest.raises(AssertionError, match="swap only the T and H axes|differs"):
+        ch05.check_split_heads(lambda x, h: x.view(x.size(0), x.size(1), h, -1).transpose(1, 2).transpose(2, 3).reshape(
+            x.size(0), h, x.size(1), -1))
+
+
+def test_split_heads_rejects_nan():
+    with pytest.raises(AssertionError, match="nan or inf"):
+        ch05.check_split_heads(lambda x, h: tx.split_heads(x, h) / 0 * 0)
+
+
+def test_combine_heads_rejects_the_wrong_shape():
+    with pytest.raises(AssertionError, match="shape"):
+        ch05.check_combine_heads(lambda z, w_o: w_o(tx.merge_heads(z))[:, :1])
+
+
+def test_combine_heads_rejects_w_o_applied_to_each_head():
+    # W^O applied to one head's slice: the shapes cannot even agree, and the hint says what is expected.
+    with pytest.raises(AssertionError, match="shape|torch.Tensor"):
+        ch05.check_combine_heads(lambda z, w_o: z.sum(1))
+
+
 def test_combine_heads_leaves_the_global_random_stream_alone():
     assert rng_untouched(ch05.check_combine_heads, lambda z, w_o: w_o(tx.merge_heads(z)))
 
@@ -57,8 +79,11 @@ def test_count_parameters_accepts_the_formula(capsys):
 @pytest.mark.parametrize("wrong, hint", [
     (lambda d, h: 4 * d * d, "bias"),
     (lambda d, h: 3 * (d * d + d), "W\\^O"),
-    (lambda d, h: 4 * (d * (d // h) + d), "does not depend on n_heads"),  # one head's matrices only
+    (lambda d, h: 4 * (d * (d // h) + d), "neither divides nor multiplies"),  # one head's matrices only
+    (lambda d, h: 4 * (d * d + d) * h, "neither divides nor multiplies"),  # a full set of matrices per head
     (lambda d, h: "many", "should return an int"),
+    (lambda d, h: 1_050_624, "expected"),  # the base model's count, hard-coded
+    (lambda d, h: sum(p.numel() for p in tx.MultiHeadAttention(d, h).parameters()), "without building the layer"),
 ])
 def test_count_parameters_rejects_wrong_counts(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -45,17 +45,19 @@ def test_pe_by_hand_accepts_the_six_numbers(capsys):
 
 
 def test_pe_by_hand_accepts_a_tensor_too(capsys):
-    ch06.check_pe_by_hand(lambda: tx.positional_encoding(6, 6)[5])
+    ch06.check_pe_by_hand(lambda: torch.tensor(by_hand()))
     assert "Correct:" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda: halves_layout(6, 6)[5].tolist(), "all the sines first"),
-    (lambda: swapped(6, 6)[5].tolist(), "swapped"),
-    (lambda: exponent_i_not_2i(6, 6)[5].tolist(), "frequency"),
+    (lambda row=halves_layout(6, 6)[5].tolist(): row, "all the sines first"),
+    (lambda row=swapped(6, 6)[5].tolist(): row, "swapped"),
+    (lambda row=exponent_i_not_2i(6, 6)[5].tolist(): row, "frequency"),
     (lambda: by_hand()[:4], "6 numbers"),
     (lambda: "sin(5)", "list of 6 numbers"),
     (lambda: by_hand(pos=4), "differs at index"),
+    (lambda: tx.positional_encoding(6, 6)[5].tolist(), "calls tx.positional_encoding"),
+    (lambda: [v * float("nan") for v in by_hand()], "nan or inf"),
 ])
 def test_pe_by_hand_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
@@ -110,6 +112,9 @@ def test_offset_dot_accepts_a_tensor_result(capsys):
     (lambda k, d: offset_dot(k, d) + (k > 0), r"offset_dot\(1, 4\)"),
     (lambda k, d: sum(math.sin(k / 10000 ** (t / d)) for t in range(0, d, 2)) + d / 2 * (k == 0), "offset_dot"),
     (lambda k, d: [offset_dot(k, d)], "should return a number"),
+    (lambda k, d: float((tx.positional_encoding(k + 1, d)[0] * tx.positional_encoding(k + 1, d)[k]).sum()), "calls tx.positional_encoding"),
+    (lambda k, d: offset_dot(k, d) if d in (4, 64, 512) else 0.0, r"offset_dot\(\d+, \d+\) is 0"),  # the visible sizes only
+    (lambda k, d: float("nan"), "not a finite number"),
 ])
 def test_offset_dot_rejects_wrong_values(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

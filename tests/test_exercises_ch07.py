@@ -36,7 +36,11 @@ def test_reference_answers_pass(capsys):
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda x, g, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], eps=eps), "ignores gain and bias"),
+    (lambda x, g, b, eps=1e-5: layer_norm(x, 1.0, 0.0, eps), "ignores gain and bias"),
+    (lambda x, g, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], g, b, eps), "calls torch.nn.functional.layer_norm"),
+    (lambda x, g, b, eps=1e-5: torch.nn.LayerNorm(x.shape[-1], eps=eps)(x) * g + b, "calls (LayerNorm.forward|torch.nn.functional.layer_norm)"),
+    (lambda x, g, b, eps=1e-5: (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + eps) * g + b, "whole tensor"),
+    (lambda x, g, b, eps=1e-5: layer_norm(x, g, b, eps) * float("nan"), "nan or inf"),
     (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * g + b, "D - 1"),
     (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=False, keepdim=True) + eps) * g + b, "eps"),
     (lambda x, g, b, eps=1e-5: (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, unbiased=False, keepdim=True) + eps) * g + b, "differs"),
@@ -50,7 +54,8 @@ def test_layer_norm_checker_rejects(wrong, hint):
 @pytest.mark.parametrize("wrong, hint", [
     (lambda x, f, norm: x + f(norm(x)), "pre-LN"),
     (lambda x, f, norm: x + f(x), "differs"),
-    (lambda x, f, norm: norm(f(x)), "differs"),
+    (lambda x, f, norm: norm(f(x)), "residual is missing"),
+    (lambda x, f, norm: norm(x + f(x))[:1] if x.shape[0] == 3 else norm(x + f(x)), "shape"),  # a hard-coded batch size
     (lambda x, f, norm: F.layer_norm(x + f(x), x.shape[-1:]), "differs"),
 ])
 def test_post_ln_checker_rejects(wrong, hint):
@@ -70,6 +75,12 @@ def post_ln_stack(x, sublayers, norms, final_norm):
     return final_norm(x)
 
 
+def final_norm_every_step(x, sublayers, norms, final_norm):
+    for sublayer, norm in zip(sublayers, norms):
+        x = final_norm(x + sublayer(norm(x)))
+    return x
+
+
 def one_norm_for_all(x, sublayers, norms, final_norm):
     for sublayer in sublayers:
         x = x + sublayer(norms[0](x))
@@ -77,7 +88,8 @@ def one_norm_for_all(x, sublayers, norms, final_norm):
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (no_final_norm, "final_norm is missing"), (post_ln_stack, "differs"), (one_norm_for_all, "differs"),
+    (no_final_norm, "final_norm is missing"), (post_ln_stack, "post-LN"), (one_norm_for_all, "differs"),
+    (final_norm_every_step, "after every step"),
 ])
 def test_pre_ln_stack_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

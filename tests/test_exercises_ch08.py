@@ -33,7 +33,10 @@ def test_reference_answers_pass(capsys):
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda T: torch.ones(T, T, dtype=torch.bool).triu(), "can see position"),
+    (lambda T: torch.ones(T, T, dtype=torch.bool).triu(), "transpose"),
+    (lambda T: ~torch.ones(T, T, dtype=torch.bool).tril(), "inverted"),  # True = blocked, nn.Transformer's convention
+    (lambda T: tx.causal_mask(T), "calls tx.causal_mask"),
+    (lambda T: torch.ones(T, T, dtype=torch.bool).tril() & (torch.rand(T, T) < 2) if T < 4 else torch.ones(4, 4).bool().tril(), "shape"),
     (lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1), "itself"),
     (lambda T: torch.ones(T, T).tril(), "dtype"),
     (lambda T: torch.ones(T, T, dtype=torch.bool), "can see position"),
@@ -52,6 +55,8 @@ def test_causal_mask_checker_rejects(wrong, hint):
     (lambda logits, done, pad: logits[:, -1].softmax(-1).max(-1).values, "integer"),
     (lambda logits, done, pad: logits[:, -1].argmin(-1).masked_fill(done, pad), "differs"),
     (lambda logits, done, pad: logits.argmax(-1), "shape"),
+    (lambda logits, done, pad: logits[:, -1].argmax(-1).masked_fill(done, 0), "pad_id argument"),  # a fixed 0
+    (lambda logits, done, pad: logits[:, -1].argmax(-1).masked_fill(done, pad)[:1], "shape"),
 ])
 def test_next_tokens_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
@@ -84,7 +89,8 @@ def values_not_keys(model, src, tgt, layer):
 
 @pytest.mark.parametrize("wrong, hint", [
     (keys_from_target, "target's length"), (keys_from_embeddings, "source embeddings"),
-    (keys_not_split, "split it into heads"), (keys_of_layer_zero, "layer=1"), (values_not_keys, "differs"),
+    (keys_not_split, "split it into heads"), (keys_of_layer_zero, "layer 0's keys"),
+    (values_not_keys, "these are the values"),
 ])
 def test_cross_attention_keys_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

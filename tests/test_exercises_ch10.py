@@ -41,7 +41,9 @@ def spread_over_the_others(target, vocab_size, smoothing):
 
 @pytest.mark.parametrize("wrong, hint", [
     (spread_over_the_others, "all V words"),
-    (lambda t, V, e: torch.nn.functional.one_hot(t, V).float(), "differs"),  # forgets the smoothing
+    (lambda t, V, e: torch.nn.functional.one_hot(t, V).float(), "one-hot rows"),  # forgets the smoothing
+    (lambda t, V, e: __import__("tx").train.smoothed_targets(t, V, e), "calls tx.train.smoothed_targets"),
+    (lambda t, V, e: smoothed(t, V, e).double() * float("nan"), "nan or inf"),
     (lambda t, V, e: smoothed(t, V, e)[0], "shape"),  # one row only
     (lambda t, V, e: smoothed(t, V, e).T, "shape"),
 ])
@@ -52,9 +54,11 @@ def test_smoothed_targets_checker_rejects(wrong, hint):
 
 @pytest.mark.parametrize("wrong, hint", [
     (lambda p, q: float((p * q.log()).sum()), "minus sign"),
-    (lambda p, q: float(-(q * p.clamp_min(1e-12).log()).sum()), "expected"),  # arguments swapped
-    (lambda p, q: float(-q[int(p.argmax())].log()), "expected"),  # right for one-hot targets only
-    (lambda p, q: float((p * (p.clamp_min(1e-12) / q).log()).sum()), "expected"),  # KL, not cross-entropy
+    (lambda p, q: float(-(q * p.clamp_min(1e-12).log()).sum()), "swapped the arguments"),
+    (lambda p, q: float(-q[int(p.argmax())].log()), "every word counts"),  # right for one-hot targets only
+    (lambda p, q: float((p * (p.clamp_min(1e-12) / q).log()).sum()), "KL divergence"),
+    (lambda p, q: float(-(p * q.log()).mean()), "expected"),  # a mean, not a sum
+    (lambda p, q: float("inf"), "not a finite number"),
     (lambda p, q: "0.5", "number"),
 ])
 def test_cross_entropy_checker_rejects(wrong, hint):
@@ -63,8 +67,10 @@ def test_cross_entropy_checker_rejects(wrong, hint):
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "learning_rate"),  # max instead of min
-    (lambda s, d, w: min(s**-0.5, s * w**-1.5), "learning_rate"),  # no d_model factor
+    (lambda s, d, w: d**-0.5 * max(s**-0.5, s * w**-1.5), "larger of the two"),  # max instead of min
+    (lambda s, d, w: min(s**-0.5, s * w**-1.5), "d_model \\*\\* -0.5 in front is missing"),
+    (lambda s, d, w: __import__("tx").train.rate(s, d, w), "calls tx.train.rate"),
+    (lambda s, d, w: learning_rate(s, 512, 4000), "learning_rate"),  # the paper's sizes, hard-coded
     (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-0.5), "warm-up"),  # wrong warm-up exponent
 ])
 def test_learning_rate_checker_rejects(wrong, hint):

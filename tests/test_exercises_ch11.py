@@ -59,6 +59,15 @@ def greedy_one_step_too_many(next_log_probs, bos_id, eos_id, max_len):
     return greedy(next_log_probs, bos_id, eos_id, max_len + 1)
 
 
+def greedy_one_step_too_few(next_log_probs, bos_id, eos_id, max_len):
+    ids = [bos_id]
+    for _ in range(max_len - 1):
+        ids.append(int(next_log_probs(ids).argmax()))
+        if ids[-1] == eos_id:
+            break
+    return ids
+
+
 def greedy_second_best(next_log_probs, bos_id, eos_id, max_len):
     ids = [bos_id]
     for _ in range(max_len):
@@ -70,8 +79,9 @@ def greedy_second_best(next_log_probs, bos_id, eos_id, max_len):
 
 @pytest.mark.parametrize("wrong, hint", [
     (greedy_without_stopping, "stop as soon as"),
-    (greedy_dropping_eos, "ids, expected"),
+    (greedy_dropping_eos, "without keeping it"),
     (greedy_one_step_too_many, "at most max_len"),
+    (greedy_one_step_too_few, "you stopped after"),
     (greedy_second_best, "argmax"),
     (lambda f, b, e, n: greedy(f, b, e, n)[1:], "starts with bos_id"),
     (lambda f, b, e, n: "the cat", "list of token ids"),
@@ -111,6 +121,8 @@ def worst_first(scores, log_probs):
     (worst_first, "rank 0"),
     (lambda s, lp: beam_step(s, lp)[:2], "three tensors"),
     (lambda s, lp: tuple(x[:1] for x in beam_step(s, lp)), "shape"),
+    (lambda s, lp: tuple(x.float() for x in beam_step(s, lp)), "integer tensor"),
+    (lambda s, lp: beam_step(s.nan_to_num(neginf=0.0), lp), "not alive"),  # revives the dead beams of the first step
 ])
 def test_beam_step_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
@@ -138,11 +150,13 @@ def test_brute_force_agrees_with_beam_search_on_its_first_step():
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda lp, a: float(lp.sum()), "expected"),  # no penalty
-    (lambda lp, a: float(lp.sum() / (len(lp) - 1) ** a) if len(lp) > 1 else float(lp.sum()), "expected"),  # <eos> not counted
-    (lambda lp, a: float(lp.sum() * len(lp) ** a), "expected"),  # multiplies
-    (lambda lp, a: float(lp.mean()), "expected"),  # alpha ignored, always 1
-    (lambda lp, a: "score", "should be a number"),
+    (lambda lp, a: float(lp.sum()), "plain sum"),  # no penalty
+    (lambda lp, a: float(lp.sum() / (len(lp) - 1) ** a) if len(lp) > 1 else float(lp.sum()), "<eos> included"),
+    (lambda lp, a: float(lp.sum() * len(lp) ** a), "multiplied"),
+    (lambda lp, a: float(lp.mean()), "whatever alpha is"),  # alpha ignored, always 1
+    (lambda lp, a: float(-lp.sum() / len(lp) ** a), "negative"),
+    (lambda lp, a: float("nan"), "not a finite number"),
+    (lambda lp, a: "score", "should be one number"),
 ])
 def test_penalised_score_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

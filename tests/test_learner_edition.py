@@ -1,17 +1,45 @@
-"""The learner edition has no solutions, and without them no check passes."""
+"""The learner edition: no solutions, plain Markdown, Run All reaching the end, a learner's work kept."""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from notebook_tools import CHAPTERS, load, role
-from tx.exercises.learner import strip_solutions, write_learner_edition
+from notebook_tools import CHAPTERS, ROOT, load, role, source
+from tx.exercises.learner import (
+    MANIFEST, SETUP_CELL, citations, equation_numbers, learner_files, main, strip_solutions, to_markdown,
+    write_learner_edition,
+)
 
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
+# What only Jupyter Book understands: a directive fence, a role, a target label, an equation label.
+RAW_MYST = {
+    "directive": re.compile(r"^\s*(`{3,}|:{3,})\{[\w:-]+\}", re.M),
+    "role": re.compile(r"\{[\w:-]+\}`"),
+    "target": re.compile(r"^\([\w:.-]+\)=", re.M),
+    "equation label": re.compile(r"\$\$\s*\([\w:.-]+\)"),
+    "directive option": re.compile(r"^:(label|class|name|tags):", re.M),
+}
+
+
+@pytest.fixture(scope="module")
+def edition() -> dict[str, bytes]:
+    return learner_files(CHAPTERS)
+
+
+def notebook(edition: dict[str, bytes], name: str) -> dict:
+    return json.loads(edition[name])
+
+
+# ----------------------------------------------------------------- solutions
 
 
 def test_writer_refuses_the_chapters_folder(tmp_path):
@@ -34,15 +62,188 @@ def test_strip_solutions_drops_solution_cells_only():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_learner_edition_fails_at_every_check(path, tmp_path):
-    (learner,) = [p for p in write_learner_edition(tmp_path, CHAPTERS) if p.name == path.name]
-    nb = nbformat.read(learner, as_version=4)
-    assert not any(role(c) in ("solution", "solution-start", "solution-end") for c in nb.cells)
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(CHAPTERS)}}).execute()
-    checks = [c for c in nb.cells if role(c) == "check"]
+def test_no_solution_and_every_check_may_fail(edition, path):
+    cells = notebook(edition, path.name)["cells"]
+    assert not [c for c in cells if "solution" in c["metadata"].get("tags", [])]
+    checks = [c for c in cells if "check" in c["metadata"].get("tags", [])]
+    assert checks and all("raises-exception" in c["metadata"]["tags"] for c in checks)
+    assert not [c for c in cells if "remove-output" in c["metadata"].get("tags", []) and "check" in c["metadata"]["tags"]]
+    exercises = [c for c in cells if c["cell_type"] == "markdown" and re.search(r"^## Exercises", c["source"], re.M)]
+    assert len(exercises) == 1
+    note = exercises[0]["source"].split("## Exercises", 1)[1]
+    assert "expected" in note and "Run All" in note
+
+
+# ----------------------------------------------------------------- plain Markdown
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_no_raw_myst_markup_in_the_markdown(edition, path):
+    for cell in notebook(edition, path.name)["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for what, pattern in RAW_MYST.items():
+            found = pattern.search(cell["source"])
+            assert not found, f"raw MyST {what} in {path.name}: {cell['source'][max(0, found.start() - 80):found.end() + 80]!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_exercise_has_its_title_as_a_heading(edition, path):
+    titles = [m.group(1).strip() for c in load(path)["cells"] if c["cell_type"] == "markdown"
+              for m in re.finditer(r"^(?:```|:::)\{exercise\}[ \t]*(.+)$", source(c), re.M)]
+    text = "\n".join(c["source"] for c in notebook(edition, path.name)["cells"] if c["cell_type"] == "markdown")
+    assert titles
+    for title in titles:
+        assert f"### Exercise: {title}" in text
+
+
+def test_directives_roles_and_labels_become_markdown():
+    equations = {"eq-ch03-softmax": "3.4"}
+    cites = {"vaswani2017": ("Vaswani et al.", "2017"), "ba2016": ("Ba et al.", "2016")}
+    text = to_markdown(
+        "```{exercise} Softmax\n:label: ex-ch03-softmax\n\nWrite it with {eq}`eq-ch03-softmax`, "
+        "as in {cite:p}`vaswani2017,ba2016`; {cite:t}`vaswani2017` say so.\n```\n\n"
+        "(eq-ch03-softmax)=\n$$\nw = e^s\n$$ (eq-ch03-softmax)\n\n"
+        ":::{note}\nA note with {math}`x^2` and a {ref}`link <sec-x>`.\n:::\n\n"
+        "```{admonition} Why?\n:class: tip\nBecause.\n```",
+        equations, cites,
+    )
+    assert text.startswith("### Exercise: Softmax\n\nWrite it with (3.4), as in (Vaswani et al., 2017; Ba et al., 2016); "
+                           "Vaswani et al. (2017) say so.")
+    assert "$$\nw = e^s \\tag{3.4}\n$$" in text
+    assert to_markdown("as ({eq}`eq-ch03-softmax`) says", equations, cites) == "as (3.4) says"  # not ((3.4))
+    assert "> **Note**\n>\n> A note with $x^2$ and a link." in text
+    assert "> **Why?**\n>\n> Because." in text
+    assert not any(p.search(text) for p in RAW_MYST.values()), text
+
+
+def test_equations_are_numbered_by_chapter_in_order():
+    numbers = equation_numbers(CHAPTERS)
+    for path in NOTEBOOKS:
+        chapter = int(path.name[:2])
+        labels = re.findall(r"\$\$\s*\((eq-[\w-]+)\)", path.read_text(encoding="utf-8"))
+        assert [numbers[label] for label in labels] == [f"{chapter}.{n}" for n in range(1, len(labels) + 1)]
+
+
+def test_every_cited_key_has_an_author_and_a_year():
+    cites = citations(ROOT / "references.bib")
+    assert cites["vaswani2017"] == ("Vaswani et al.", "2017")
+    assert cites["alammar2018"] == ("Alammar", "2018")
+    for path in NOTEBOOKS:
+        for keys in re.findall(r"\{cite:\w+\}`([^`]+)`", path.read_text(encoding="utf-8")):
+            for key in keys.split(","):
+                assert key.strip() in cites, f"{path.name} cites {key}, which references.bib lacks"
+
+
+# ----------------------------------------------------------------- set-up
+
+
+def test_the_edition_comes_with_a_readme_and_a_set_up_cell(edition, tmp_path):
+    readme = edition["README.md"].decode()
+    assert "make lab" in readme and "pip install" in readme and "git clone" in readme
+    for path in NOTEBOOKS:
+        cells = notebook(edition, path.name)["cells"]
+        first_code = next(c for c in cells if c["cell_type"] == "code")
+        assert first_code["source"] == SETUP_CELL
+    zip_path = tmp_path / "edition.zip"
+    write_learner_edition(tmp_path / "out", CHAPTERS, zip_path)
+    with zipfile.ZipFile(zip_path) as archive:
+        names = {n.rsplit("/", 1)[-1] for n in archive.namelist()}
+    assert names == {"README.md"} | {p.name for p in NOTEBOOKS}
+
+
+def test_the_set_up_cell_says_what_to_install_when_tx_is_missing():
+    saved = sys.modules["tx"]
+    sys.modules["tx"] = None  # `import tx` now fails as it does where tx is not installed
+    try:
+        with pytest.raises(ModuleNotFoundError, match="make lab.*requirements.txt") as info:
+            exec(SETUP_CELL, {})
+    finally:
+        sys.modules["tx"] = saved
+    assert info.value.__cause__ is None and "README.md" in str(info.value)
+
+
+# ----------------------------------------------------------------- a learner's work is kept
+
+
+def test_running_again_keeps_a_learners_edits(tmp_path, capsys):
+    out = tmp_path / "mine"
+    written, kept = write_learner_edition(out, CHAPTERS)
+    assert len(written) == len(NOTEBOOKS) + 1 and not kept and (out / MANIFEST).exists()
+    mine = out / NOTEBOOKS[2].name
+    nb = nbformat.read(mine, as_version=4)
+    nb.cells[-1].source = "my answer"
+    nbformat.write(nb, mine)
+    edited = mine.read_bytes()
+    (out / NOTEBOOKS[0].name).unlink()  # a deleted notebook comes back
+
+    main(["learner", str(out)])
+    assert mine.read_bytes() == edited
+    output = capsys.readouterr()
+    assert "wrote 1 files" in output.out
+    assert NOTEBOOKS[2].name in output.err and "--force" in output.err
+    assert (out / NOTEBOOKS[0].name).exists()
+
+    main(["learner", str(out), "--force"])
+    assert mine.read_bytes() != edited and "my answer" not in mine.read_text()
+
+
+def test_a_notebook_nobody_changed_gets_the_new_edition(tmp_path):
+    chapters = tmp_path / "book" / "chapters"
+    shutil.copytree(CHAPTERS, chapters, ignore=shutil.ignore_patterns(".*"))
+    out = tmp_path / "mine"
+    write_learner_edition(out, chapters)
+    target = chapters / NOTEBOOKS[3].name
+    nb = nbformat.read(target, as_version=4)
+    nb.cells[0].source += "\n\nA new sentence."
+    nbformat.write(nb, target)
+    written, kept = write_learner_edition(out, chapters)
+    assert [p.name for p in written] == [target.name] and not kept
+    assert "A new sentence." in (out / target.name).read_text()
+
+
+def test_a_notebook_the_tool_did_not_write_is_never_replaced(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / NOTEBOOKS[0].name).write_text("{}")
+    written, kept = write_learner_edition(out, CHAPTERS)
+    assert [p.name for p in kept] == [NOTEBOOKS[0].name]
+    assert (out / NOTEBOOKS[0].name).read_text() == "{}"
+
+
+def test_make_lab_opens_a_working_copy_and_runs_as_root():
+    dry = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    lab = [line for line in dry.splitlines() if "jupyter lab" in line]
+    assert len(lab) == 1 and "chapters" not in lab[0], dry
+    assert "tx.exercises learner workbook" in dry and "--ServerApp.root_dir=workbook" in lab[0]
+    import os
+
+    assert ("--allow-root" in lab[0]) == (os.geteuid() == 0)
+
+
+# ----------------------------------------------------------------- Run All, as a learner does
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_run_all_reaches_the_end_with_a_hint_at_every_check(path, tmp_path):
+    written, _ = write_learner_edition(tmp_path, CHAPTERS)
+    (learner_nb,) = [p for p in written if p.name == path.name]
+    nb = nbformat.read(learner_nb, as_version=4)
+    # allow_errors=False: any cell that fails without the raises-exception tag stops the run here.
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=False,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code), "Run All stopped before the end"
+    checks = [c for c in code if "check" in c.metadata.get("tags", [])]
     assert checks
     for cell in checks:
         errors = [o for o in cell.outputs if o.output_type == "error"]
-        assert errors, f"a check passed without its solution:\n{cell.source}"
-        assert errors[0].ename == "AssertionError", f"the check should fail with a hint, not {errors[0].ename}"
+        assert len(errors) == 1, f"a check passed without its solution:\n{cell.source}"
+        error = errors[0]
+        assert error.ename == "CheckFailed", f"the check should fail with a hint, not {error.ename}: {error.evalue}"
+        assert "still raises NotImplementedError" in error.evalue
+        # The hint alone: one line, no frames from tx/exercises.
+        assert len(error.traceback) == 1 and error.evalue in error.traceback[0]
+        assert "File " not in error.traceback[0] and "exercises/" not in error.traceback[0]
+    others = [o for c in code if "check" not in c.metadata.get("tags", []) for o in c.outputs if o.output_type == "error"]
+    assert not others

@@ -64,5 +64,12 @@ class TestChapter:
                 assert "raise NotImplementedError" in source(cell)
             if role(cell) == "check":
                 assert "tx.exercises." in source(cell), "a check cell calls a checker in tx.exercises"
+                # On the website the check runs under the solution; its "Correct: ..." line
+                # would give the answer away under the unsolved stub, so the site hides it.
+                assert "remove-output" in tags(cell), "tag the check cell 'remove-output': the website hides its verdict"
+                assert "raises-exception" not in tags(cell), (
+                    "a chapter's checks pass (nbval runs them under the solutions); only the learner edition "
+                    "tags them 'raises-exception'"
+                )
             if role(cell) == "solution-start":
                 assert ":class: dropdown" in source(cell), "solutions are collapsed on the website"

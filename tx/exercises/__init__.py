@@ -3,8 +3,9 @@
 Each chapter's exercises have a checker here, in ``tx.exercises.chNN``. A checker takes
 the learner's answer (usually a function), compares it with tx's tested implementation
 on inputs of its own, and either prints one line that says it is right or raises
-``AssertionError`` with a hint: the expected shape, a value that differs, the property
-that failed.
+:class:`CheckFailed` (an ``AssertionError``) with a hint: the expected shape, a value that
+differs, the property that failed. In Jupyter a failed check shows only its hint, not a
+traceback through this package.
 
 ``python -m tx.exercises learner OUTDIR`` writes every chapter with the solutions
 removed and outputs cleared (see :mod:`tx.exercises.learner`).
@@ -12,16 +13,30 @@ removed and outputs cleared (see :mod:`tx.exercises.learner`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
-from typing import Any, Callable, TypeVar
+import math
+from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 from torch import Tensor
 
-__all__ = ["call", "as_shape", "assert_tensor", "assert_number", "passed", "keeps_random_state"]
+__all__ = ["CheckFailed", "call", "as_shape", "assert_tensor", "assert_number", "as_number", "passed", "keeps_random_state", "forbidding"]
 
 Checker = TypeVar("Checker", bound=Callable[..., Any])
+
+
+class CheckFailed(AssertionError):
+    """An answer a checker rejected; its message is the hint.
+
+    IPython shows an exception through ``_render_traceback_`` when it has one: a failed
+    check then reads as one red line with the hint, instead of a traceback through the
+    checker's internals, which tell the learner nothing about their own code.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[1;31mNot yet:\x1b[0m {self}"]
 
 
 def passed(message: str) -> None:
@@ -45,14 +60,43 @@ def keeps_random_state(checker: Checker) -> Checker:
     return wrapper  # type: ignore[return-value]
 
 
+@contextlib.contextmanager
+def forbidding(targets: list[tuple[Any, str]], why: str) -> Iterator[None]:
+    """Within the block, calling ``owner.name`` for any ``(owner, name)`` in ``targets`` raises CheckFailed.
+
+    An exercise that says "without calling torch.softmax" checks it: the learner's function
+    is called inside this block. The checker computes its own expected values outside it.
+    """
+    # A class's inherited method is restored by deleting the stand-in, not by copying it down.
+    saved = [(owner, name, getattr(owner, name), isinstance(owner, type) and name not in vars(owner))
+             for owner, name in targets]
+
+    def refuse(name: str) -> Callable[..., Any]:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise CheckFailed(f"your function calls {name}: {why}")
+        return refused
+
+    try:
+        for owner, name, _, _ in saved:
+            label = f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
+            setattr(owner, name, refuse(label))
+        yield
+    finally:
+        for owner, name, original, inherited in reversed(saved):
+            if inherited:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+
 def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call the learner's function; a stub still raising NotImplementedError becomes a hint."""
     if not callable(fn):
-        raise AssertionError(f"expected a function, got {type(fn).__name__}; define it in the cell above.")
+        raise CheckFailed(f"expected a function, got {type(fn).__name__}; define it in the cell above.")
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:
-        raise AssertionError(
+        raise CheckFailed(
             f"{getattr(fn, '__name__', 'your function')} still raises NotImplementedError: "
             "replace the `raise NotImplementedError` line with your code, run that cell, then this one."
         ) from None
@@ -63,37 +107,63 @@ def as_shape(got: Any, what: str = "the shape", length: int | None = None) -> tu
     count = {2: "two", 3: "three", 4: "four"}.get(length, str(length)) + " " if length else ""
     try:
         shape = tuple(int(n) for n in got)
-    except (TypeError, ValueError):
+        if any(isinstance(n, bool) or float(n) != int(n) for n in got):
+            shape = None  # 2.5 (or True) is not a length
+    except (TypeError, ValueError, OverflowError):
         shape = None
     if shape is None or (length is not None and len(shape) != length):
-        raise AssertionError(f"return {what} as a tuple of {count}integers, got {got!r}.")
+        raise CheckFailed(f"return {what} as a tuple of {count}integers, got {got!r}.")
     return shape
 
 
-def assert_tensor(got: Any, expected: Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
-    """AssertionError unless ``got`` is a tensor of ``expected``'s shape with close values; the hint says where."""
+def assert_tensor(got: Any, expected: Tensor, what: str, atol: float = 1e-5, rtol: float = 1e-4,
+                  dtype: torch.dtype | None = None) -> None:
+    """CheckFailed unless ``got`` is a tensor of ``expected``'s shape with close values; the hint says where.
+
+    ``nan`` and ``inf`` never pass where ``expected`` is finite. With ``dtype`` given, the
+    answer must have that dtype too (a float where ids are asked for, say, is wrong).
+    """
     if not isinstance(got, Tensor):
-        raise AssertionError(f"{what} should be a torch.Tensor of shape {tuple(expected.shape)}, got {type(got).__name__}.")
+        raise CheckFailed(f"{what} should be a torch.Tensor of shape {tuple(expected.shape)}, got {type(got).__name__}.")
     if got.shape != expected.shape:
-        raise AssertionError(f"{what} has shape {tuple(got.shape)}; expected {tuple(expected.shape)}.")
+        raise CheckFailed(f"{what} has shape {tuple(got.shape)}; expected {tuple(expected.shape)}.")
+    if dtype is not None and got.dtype != dtype:
+        raise CheckFailed(f"{what} has dtype {got.dtype}; expected {dtype}.")
     got, expected = got.detach().to(torch.float64), expected.detach().to(torch.float64)
+    bad_finite = ~torch.isfinite(got) & torch.isfinite(expected)
+    if bool(bad_finite.any()):
+        index = tuple(int(i) for i in bad_finite.nonzero()[0])
+        raise CheckFailed(
+            f"{what} holds {got[index].item()} at index {index}, where {expected[index].item():.6g} is expected "
+            f"({int(bad_finite.sum())} of {bad_finite.numel()} entries are nan or inf): look for an overflow, "
+            "a division by zero or the log of 0."
+        )
     bad = ~torch.isclose(got, expected, atol=atol, rtol=rtol, equal_nan=True)
     if bool(bad.any()):
         index = tuple(int(i) for i in bad.nonzero()[0])
-        raise AssertionError(
+        raise CheckFailed(
             f"{what} differs at index {index}: got {got[index].item():.6g}, expected {expected[index].item():.6g} "
             f"({int(bad.sum())} of {bad.numel()} entries differ)."
         )
 
 
-def assert_number(got: Any, expected: float, what: str, tol: float = 1e-3) -> None:
-    """AssertionError unless ``got`` is a number within ``tol`` of ``expected``."""
+def as_number(got: Any, what: str) -> float:
+    """``got`` as a finite float (from an int, a float or a one-element tensor), or CheckFailed saying what came back."""
     if isinstance(got, Tensor) and got.numel() == 1:
         got = got.item()
-    if not isinstance(got, (int, float)):
-        raise AssertionError(f"{what} should be a number, got {type(got).__name__}.")
-    if abs(got - expected) > tol:
-        raise AssertionError(f"{what} is {got:.6g}; expected {expected:.6g} (within {tol}).")
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        shape = f" of shape {tuple(got.shape)}" if isinstance(got, Tensor) else ""
+        raise CheckFailed(f"{what} should be one number, got {type(got).__name__}{shape}.")
+    if not math.isfinite(got):
+        raise CheckFailed(f"{what} is {got}, not a finite number: look for an overflow, a division by zero or the log of 0.")
+    return float(got)
+
+
+def assert_number(got: Any, expected: float, what: str, tol: float = 1e-3) -> None:
+    """CheckFailed unless ``got`` is a finite number within ``tol`` of ``expected``."""
+    value = as_number(got, what)
+    if not abs(value - expected) <= tol:
+        raise CheckFailed(f"{what} is {value:.6g}; expected {expected:.6g} (within {tol:.3g}).")
 
 
 def __getattr__(name: str) -> Any:

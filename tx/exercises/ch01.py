@@ -11,7 +11,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from . import call, keeps_random_state, passed
+from . import CheckFailed, call, forbidding, keeps_random_state, passed
+from ..layers import FeedForward
+from ..multi_head import MultiHeadAttention
 from ..decoder import DecoderLayer
 from ..encoder import Encoder, EncoderLayer
 
@@ -29,13 +31,15 @@ def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
     for d_model, d_ff, n_heads in ((4, 8, 2), (6, 10, 3), (128, 256, 4), (512, 2048, 8)):
         layer = EncoderLayer(d_model, n_heads, d_ff)
         expected = _count(layer)
-        got = call(fn, d_model, d_ff)
+        with forbidding([(EncoderLayer, "__init__"), (MultiHeadAttention, "__init__"), (FeedForward, "__init__")],
+                        "count from a formula; building the layer is what the exercise asks you to do without."):
+            got = call(fn, d_model, d_ff)
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, float) and got.is_integer():
             got = int(got)
         if not isinstance(got, int) or isinstance(got, bool):
-            raise AssertionError(f"return a whole number of parameters, got {type(got).__name__} {got!r}.")
+            raise CheckFailed(f"return a whole number of parameters, got {type(got).__name__} {got!r}.")
         if got == expected:
             continue
         attn, ffn = _count(layer.self_attn), _count(layer.feed_forward)
@@ -47,7 +51,7 @@ def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
             hint = " You left out the biases of the linear layers: every nn.Linear(n_in, n_out) adds n_out of them."
         elif got == expected - attn // 4:
             hint = " Self-attention has four d_model x d_model projections: W^Q, W^K, W^V and the output W^O."
-        raise AssertionError(
+        raise CheckFailed(
             f"for d_model={d_model}, d_ff={d_ff} you gave {got}, but tx.EncoderLayer has {expected} "
             f"parameters: self-attention {attn}, feed-forward {ffn}, LayerNorms {norms}.{hint}"
         )
@@ -81,9 +85,9 @@ def check_memory_sublayer(fn: Callable[[], Any]) -> None:
     children = [name for name, _ in layer.named_children()]
     got = call(fn)
     if not isinstance(got, str):
-        raise AssertionError(f"return the attribute's name as a string, one of {children}; got {type(got).__name__}.")
+        raise CheckFailed(f"return the attribute's name as a string, one of {children}; got {type(got).__name__}.")
     if got not in children:
-        raise AssertionError(f"tx.DecoderLayer has no sub-layer named {got!r}; its sub-layers are {children}.")
+        raise CheckFailed(f"tx.DecoderLayer has no sub-layer named {got!r}; its sub-layers are {children}.")
     readers = _reads_memory(layer)
     if got in readers:
         passed(f"{got} takes its keys and values from the encoder's output (the memory [B, S, D]).")
@@ -93,7 +97,7 @@ def check_memory_sublayer(fn: Callable[[], Any]) -> None:
         "feed_forward": "the feed-forward network sees one position at a time and nothing else.",
     }
     hint = hints.get(got, f"{got} wraps a sub-layer in a residual connection and a LayerNorm; look at what it wraps.")
-    raise AssertionError(f"{hint} Which sub-layer is called with `memory` in tx.DecoderLayer.forward?")
+    raise CheckFailed(f"{hint} Which sub-layer is called with `memory` in tx.DecoderLayer.forward?")
 
 
 @keeps_random_state
@@ -103,6 +107,9 @@ def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
     one = EncoderLayer(8, 2, 16)
     tied = nn.ModuleList([EncoderLayer(8, 2, 16), EncoderLayer(8, 2, 16)])
     tied[1].feed_forward.linear1.weight = tied[0].feed_forward.linear1.weight
+    # Three layers, the first and the last sharing a bias: comparing only neighbours misses it.
+    far = nn.ModuleList([EncoderLayer(8, 2, 16) for _ in range(3)])
+    far[2].feed_forward.linear2.bias = far[0].feed_forward.linear2.bias
     cases = [
         ("the layers of tx.Encoder(3, 8, 2, 16)", Encoder(3, 8, 2, 16).layers, True,
          "each layer of tx.Encoder is built on its own, so no tensor is shared."),
@@ -114,13 +121,15 @@ def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
          "a shared tensor only once; compare each layer's own parameters."),
         ("two layers whose feed_forward.linear1.weight is one tensor", tied, False,
          "one weight matrix is shared between the layers; a single shared tensor is enough to answer False."),
+        ("three layers, the first and the third sharing feed_forward.linear2.bias", far, False,
+         "layers 0 and 2 share a tensor. Compare every layer with every other, not only neighbours."),
     ]
     for what, layers, expected, why in cases:
         got = call(fn, layers)
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = bool(got.item())
         if not isinstance(got, bool):
-            raise AssertionError(f"return True or False, got {type(got).__name__} {got!r}.")
+            raise CheckFailed(f"return True or False, got {type(got).__name__} {got!r}.")
         if got != expected:
-            raise AssertionError(f"for {what} you returned {got}, expected {expected}: {why}")
+            raise CheckFailed(f"for {what} you returned {got}, expected {expected}: {why}")
     passed("you can tell separate layers from shared ones; tx's encoder and decoder layers share nothing.")

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import as_shape, assert_tensor, call, keeps_random_state, passed
+from . import CheckFailed, as_shape, assert_tensor, call, keeps_random_state, passed
 from .. import data
 from ..layers import FeedForward
 from ..positional_encoding import Embedding
@@ -36,11 +36,16 @@ def check_position_wise_ffn(fn: Callable[..., Any]) -> None:
         with torch.no_grad():
             expected = ffn(x)  # [B, T, D]
             no_relu = ffn.linear2(ffn.linear1(x))
-        got = call(fn, x, w1, b1, w2, b2)
+        got = call(fn, x.clone(), w1, b1, w2, b2)
         if isinstance(got, Tensor) and got.shape == expected.shape and torch.allclose(got, no_relu, atol=1e-4):
-            raise AssertionError(
+            raise CheckFailed(
                 "your output is x W1 + b1 passed straight into W2: apply the ReLU, max(0, .), in between."
             )
+        if isinstance(got, Tensor) and got.shape == expected.shape:
+            if torch.allclose(got, torch.relu(x @ w1) @ w2 + b2, atol=1e-4):
+                raise CheckFailed("b1 is missing: add it to x W1 before the ReLU, max(0, x W1 + b1).")
+            if torch.allclose(got, torch.relu(x @ w1 + b1) @ w2, atol=1e-4):
+                raise CheckFailed("b2 is missing: add it after the second product, ... W2 + b2.")
         assert_tensor(got, expected, f"your feed-forward output for x of shape {tuple(shape)} (d_ff={d_ff})", atol=1e-4)
     passed("max(0, x W1 + b1) W2 + b2 matches tx.FeedForward at every position.")
 
@@ -72,7 +77,7 @@ def check_embedded_shape(fn: Callable[[list[str], int], Any]) -> None:
                         "\"l'ami\" is two tokens, and \".\" is one.")
             elif got[1] != max(lengths) + 1:
                 hint = " The batch is padded to its longest sentence."
-        raise AssertionError(f"for {sentences} with d_model={d_model} you gave {got}; expected {expected}.{hint}")
+        raise CheckFailed(f"for {sentences} with d_model={d_model} you gave {got}; expected {expected}.{hint}")
     passed("[batch, longest sentence + <eos>, d_model]: one d_model vector per token of every sentence.")
 
 
@@ -96,13 +101,23 @@ def check_embed_tokens(fn: Callable[[Tensor, Tensor], Any]) -> None:
     with torch.no_grad():
         expected = embed.token(ids) * math.sqrt(D)  # [B, T, D]
         with_pe = embed.eval()(ids)  # + positional encoding
-    got = call(fn, ids, table)
+    got = call(fn, ids.clone(), table.clone())
     if isinstance(got, Tensor) and got.shape == expected.shape:
         if torch.allclose(got, expected / math.sqrt(D), atol=1e-5):
-            raise AssertionError(
+            raise CheckFailed(
                 f"these are the rows of the table unscaled: multiply them by sqrt(d_model) = sqrt({D}) = {math.sqrt(D):.3f}."
             )
         if torch.allclose(got, with_pe, atol=1e-4):
-            raise AssertionError("you added the positional encoding too; return the scaled word vectors alone.")
+            raise CheckFailed("you added the positional encoding too; return the scaled word vectors alone.")
+        if torch.allclose(got, expected * math.sqrt(D), atol=1e-3):
+            raise CheckFailed(f"you multiplied by d_model = {D}; the scale is its square root, sqrt({D}) = {math.sqrt(D):.3f}.")
     assert_tensor(got, expected, "your embeddings", atol=1e-5)
+    # A table and ids the learner never sees, of another size: d_model is the table's width.
+    g = torch.Generator().manual_seed(2)
+    table = torch.randn(11, 6, generator=g)  # [V, D]
+    ids = torch.randint(0, 11, (2, 4), generator=g)  # [B, T]
+    got = call(fn, ids.clone(), table.clone())
+    if isinstance(got, Tensor) and got.shape == (2, 4, 6) and torch.allclose(got, table[ids] * math.sqrt(D), atol=1e-5):
+        raise CheckFailed(f"you scaled by sqrt({D}), the book's d_model; take d_model from the table, table.size(1).")
+    assert_tensor(got, table[ids] * math.sqrt(6), "your embeddings for ids [2, 4] and a table [11, 6]", atol=1e-5)
     passed(f"table[ids] * sqrt({D}) is what model.src_embed computes before it adds the positions.")

@@ -11,10 +11,13 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import assert_number, assert_tensor, call, passed
+from . import CheckFailed, assert_number, assert_tensor, call, forbidding, passed
 from ..attention import attention
 
-__all__ = ["check_scaled_score", "check_softmax", "check_attend_one_word"]
+__all__ = ["SOFTMAXES", "check_scaled_score", "check_softmax", "check_attend_one_word"]
+
+SOFTMAXES = [(torch, "softmax"), (torch.Tensor, "softmax"), (torch.nn.functional, "softmax"), (torch.special, "softmax")]
+"""torch's softmax functions, which the softmax exercises ask the learner to do without."""
 
 # The chapter's "Thinking Machines": q_Thinking, and the keys and values of both words.
 _Q_THINKING = torch.tensor([2.0, 0.0, 2.0])
@@ -47,13 +50,13 @@ def check_scaled_score(fn: Callable[[Tensor, Tensor], Any]) -> None:
         value = _number(got)
         if value is None:
             shape = tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__
-            raise AssertionError(
+            raise CheckFailed(
                 f"return one number for q and k of size {d_k}, got {shape}: add up the products q[m] * k[m]."
             )
         if d_k > 1 and math.isclose(value, dot, rel_tol=1e-4, abs_tol=1e-4) and not math.isclose(dot, expected, abs_tol=1e-4):
-            raise AssertionError(f"you returned q . k = {dot:.4g}; step 3 divides it by sqrt(d_k) = sqrt({d_k}).")
+            raise CheckFailed(f"you returned q . k = {dot:.4g}; step 3 divides it by sqrt(d_k) = sqrt({d_k}).")
         if math.isclose(value, dot / d_k, rel_tol=1e-4, abs_tol=1e-4) and not math.isclose(dot / d_k, expected, abs_tol=1e-4):
-            raise AssertionError(f"you divided by d_k = {d_k}; divide by its square root, sqrt({d_k}) = {math.sqrt(d_k):.4g}.")
+            raise CheckFailed(f"you divided by d_k = {d_k}; divide by its square root, sqrt({d_k}) = {math.sqrt(d_k):.4g}.")
         assert_number(value, expected, f"your scaled score for q and k of size {d_k}", tol=1e-3)
     passed("q . k / sqrt(d_k); for Thinking and Machines, 2 / sqrt(3) = 1.155.")
 
@@ -67,21 +70,33 @@ def check_softmax(fn: Callable[[Tensor], Any]) -> None:
         torch.randn(7, generator=gen) * 3,
         torch.tensor([1000.0, 999.0, 998.0]),  # exp(1000) overflows to inf in float32
         torch.tensor([-1000.0, -1001.0]),  # exp(-1000) underflows to 0: 0 / 0
+        # A wide range: subtracting the smallest score instead of the largest overflows here.
+        torch.tensor([3.0, -150.0, 0.5, -2.0]),
+        torch.randn(9, generator=gen) * 60,
     ]
     for scores in cases:
         n = scores.numel()
         # With one query [1] and keys `scores` [n, 1], d_k = 1: tx.attention's weights are softmax(scores).
         expected = attention(torch.ones(1, 1), scores[:, None], torch.zeros(n, 1))[1][0]  # [n]
-        got = call(fn, scores.clone())
+        with forbidding(SOFTMAXES, "write softmax yourself, with exp, a sum and a division."):
+            got = call(fn, scores.clone())
         what = f"your softmax of {[round(s, 3) for s in scores.tolist()]}"
-        if isinstance(got, Tensor) and got.shape == expected.shape and not torch.isfinite(got).all():
-            raise AssertionError(
+        overflows = float(scores.abs().max()) > 80  # exp(80) is near float32's limit
+        if isinstance(got, Tensor) and got.shape == expected.shape and not torch.isfinite(got).all() and overflows:
+            if float(scores.max() - scores.min()) > 88 and not bool(scores.abs().min() > 500):
+                raise CheckFailed(
+                    f"{what} holds inf or nan: these scores span {float(scores.max() - scores.min()):.0f}, "
+                    "and exp of anything above about 88 overflows in float32. Subtracting the smallest "
+                    "score makes the exponents large; subtract the largest score, so every exponent is at most 0."
+                )
+            raise CheckFailed(
                 f"{what} holds inf or nan: exp overflows (or every exp underflows to 0) for scores this "
                 "large. Softmax is unchanged when you subtract the same number from every score: "
                 "subtract the largest score first."
             )
-        if isinstance(got, Tensor) and got.shape == expected.shape and not math.isclose(float(got.sum()), 1.0, abs_tol=1e-4):
-            raise AssertionError(
+        if (isinstance(got, Tensor) and got.shape == expected.shape and bool(torch.isfinite(got).all())
+                and not math.isclose(float(got.sum()), 1.0, abs_tol=1e-4)):
+            raise CheckFailed(
                 f"{what} sums to {float(got.sum()):.4g}, not 1: divide every exp by the sum of all of them."
             )
         assert_tensor(got, expected, what)
@@ -101,7 +116,7 @@ def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
             got = call(fn, Q[i].clone(), K.clone(), V.clone())
             what = f"your z_{i + 1} for n={n} words, d_k={d_k}, d_v={V.shape[1]}"
             if isinstance(got, Tensor) and got.shape == V.shape:
-                raise AssertionError(
+                raise CheckFailed(
                     f"{what} has shape {tuple(got.shape)}, one row per word: that is step 5. Step 6 adds "
                     f"the weighted values up into one vector of size d_v = {V.shape[1]}."
                 )
@@ -110,13 +125,13 @@ def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
                 by_dv = (Q[i] @ K.T / math.sqrt(V.shape[1])).softmax(0) @ V
                 unweighted = V.sum(0)
                 if torch.allclose(got, unscaled, atol=1e-5) and not torch.allclose(unscaled, out[i], atol=1e-5):
-                    raise AssertionError(f"{what} skips step 3: divide the scores by sqrt(d_k) = sqrt({d_k}).")
+                    raise CheckFailed(f"{what} skips step 3: divide the scores by sqrt(d_k) = sqrt({d_k}).")
                 if torch.allclose(got, by_dv, atol=1e-5) and not torch.allclose(by_dv, out[i], atol=1e-5):
-                    raise AssertionError(
+                    raise CheckFailed(
                         f"{what} divides by the square root of the value size; step 3 uses d_k = {d_k}, "
                         "the size of the queries and keys."
                     )
                 if torch.allclose(got, unweighted, atol=1e-5):
-                    raise AssertionError(f"{what} adds the values without weighting them: multiply v_j by weight j (step 5).")
+                    raise CheckFailed(f"{what} adds the values without weighting them: multiply v_j by weight j (step 5).")
             assert_tensor(got, out[i], what)
     passed("z_i = sum_j softmax_j(q_i . k_j / sqrt(d_k)) v_j, row i of tx.attention.")

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import as_shape, assert_number, assert_tensor, call, passed
+from . import CheckFailed, as_number, as_shape, assert_number, assert_tensor, call, passed
 from ..attention import attention
 from ..masks import causal_mask, padding_mask
 
@@ -21,7 +21,10 @@ __all__ = ["check_scores_shape", "check_dot_product_variance", "check_attention_
 
 def check_scores_shape(fn: Callable[[tuple[int, ...], tuple[int, ...]], Any]) -> None:
     """``fn(q_shape, k_shape)`` must give the shape of Q K^T for Q [..., Tq, Dk] and K [..., Tk, Dk]."""
-    cases = [((3, 3), (3, 3)), ((2, 5), (7, 5)), ((10, 64), (12, 64)), ((4, 8, 10, 64), (4, 8, 12, 64))]
+    g = torch.Generator().manual_seed(4)
+    b, h, tq, tk, d = (int(n) for n in torch.randint(2, 30, (5,), generator=g))  # sizes the learner never sees
+    cases = [((3, 3), (3, 3)), ((2, 5), (7, 5)), ((10, 64), (12, 64)), ((4, 8, 10, 64), (4, 8, 12, 64)),
+             ((b, h, tq, d), (b, h, tk, d)), ((b, tq + 1, d + 2), (b, tk + 3, d + 2))]
     for q_shape, k_shape in cases:
         # The meta device computes shapes without allocating memory.
         q, k = torch.empty(q_shape, device="meta"), torch.empty(k_shape, device="meta")
@@ -37,7 +40,7 @@ def check_scores_shape(fn: Callable[[tuple[int, ...], tuple[int, ...]], Any]) ->
             hint = " Rows are queries (Tq), columns are keys (Tk)."
         elif got[-2:] == expected[-2:]:
             hint = " The leading axes (batch, heads) pass through unchanged."
-        raise AssertionError(f"for Q of shape {q_shape} and K of shape {k_shape} you gave {got}; expected {expected}.{hint}")
+        raise CheckFailed(f"for Q of shape {q_shape} and K of shape {k_shape} you gave {got}; expected {expected}.{hint}")
     passed("Q K^T has shape [..., Tq, Tk]: one score per (query, key) pair, d_k summed away.")
 
 
@@ -48,27 +51,35 @@ def check_dot_product_variance(fn: Callable[[int, int, bool], Any]) -> None:
             expected = 1.0 if scaled else float(d_k)
             # Seeded inside fork_rng: the same samples every run, and the notebook's own
             # random stream is left where it was.
-            with torch.random.fork_rng():
-                torch.manual_seed(d_k)
-                got = call(fn, d_k, 20_000, scaled)
-            if isinstance(got, Tensor) and got.numel() == 1:
-                got = got.item()
-            if not isinstance(got, (int, float)) or isinstance(got, bool):
-                raise AssertionError(f"return one number, the variance, got {type(got).__name__}.")
+            draws = []
+            for seed in (d_k, 1000 + d_k):  # two seeds: two samples, two (slightly) different variances
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(seed)
+                    draws.append(call(fn, d_k, 20_000, scaled))
+            got = draws[0]
+            if isinstance(got, Tensor):
+                raise CheckFailed(f"return the variance as a Python float (tensor.item()), got a tensor of shape {tuple(got.shape)}.")
+            got = as_number(got, f"your variance for d_k={d_k}, scaled={scaled}")
             what = f"your variance for d_k={d_k}, scaled={scaled}"
+            if got == expected or draws[0] == draws[1]:
+                raise CheckFailed(
+                    f"{what} is {got:.6g} whatever the random draws (the checker seeds torch differently and "
+                    "gets the same number): measure it. Draw q and k with torch.randn, take their dot products "
+                    "and return the sample variance, which is close to the theory but never exactly it."
+                )
             if abs(got - expected) <= 0.1 * expected:
                 continue
             if abs(got - math.sqrt(expected)) <= 0.1 * math.sqrt(expected) and d_k > 1 and not scaled:
-                raise AssertionError(f"{what} is {got:.3g}, close to sqrt({d_k}): that is the standard deviation; return the variance.")
+                raise CheckFailed(f"{what} is {got:.3g}, close to sqrt({d_k}): that is the standard deviation; return the variance.")
             if not scaled and abs(got - 1.0) <= 0.1:
-                raise AssertionError(
+                raise CheckFailed(
                     f"{what} is {got:.3g}, about 1: a dot product adds up d_k products q[m] * k[m]. "
                     "Sum over the last axis before taking the variance (and divide by sqrt(d_k) only when scaled=True)."
                 )
             if scaled and abs(got - d_k) <= 0.1 * d_k:
-                raise AssertionError(f"{what} is {got:.3g}, about d_k: with scaled=True divide each dot product by sqrt(d_k).")
+                raise CheckFailed(f"{what} is {got:.3g}, about d_k: with scaled=True divide each dot product by sqrt(d_k).")
             if scaled and abs(got - 1 / d_k) <= 0.1 / d_k:
-                raise AssertionError(f"{what} is {got:.3g}, about 1/d_k: divide by sqrt(d_k), not by d_k.")
+                raise CheckFailed(f"{what} is {got:.3g}, about 1/d_k: divide by sqrt(d_k), not by d_k.")
             assert_number(got, expected, f"{what} (draw q and k with torch.randn: mean 0, variance 1)", tol=0.1 * expected)
     passed("Var(q . k) grows like d_k; dividing by sqrt(d_k) brings it back to 1.")
 
@@ -79,7 +90,7 @@ def _call_attention(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mas
     got = call(fn, *args)
     if not isinstance(got, tuple) or len(got) != 2:
         kind = f"a tuple of {len(got)}" if isinstance(got, tuple) else type(got).__name__
-        raise AssertionError(f"return two tensors, (output, weights), as tx.attention does; got {kind}.")
+        raise CheckFailed(f"return two tensors, (output, weights), as tx.attention does; got {kind}.")
     return got
 
 
@@ -106,17 +117,17 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
         got_out, got_w = _call_attention(fn, q, k, v, mask)
         if (isinstance(got_out, Tensor) and got_out.shape == weights.shape
                 and torch.allclose(got_out.detach().float(), weights, atol=1e-5)):
-            raise AssertionError(f"with {name}, your first tensor is the weights: return (output, weights) in that order.")
+            raise CheckFailed(f"with {name}, your first tensor is the weights: return (output, weights) in that order.")
         if mask is not None and isinstance(got_w, Tensor) and got_w.shape == weights.shape:
             blocked = ~mask.expand(weights.shape)
             w = got_w.detach().float().nan_to_num(0.0)  # a row with every key masked is nan
             if bool((w[blocked].abs() > 1e-6).any()):
                 if bool((w[~blocked].abs() < 1e-6).all()):
-                    raise AssertionError(
+                    raise CheckFailed(
                         f"with {name}, your weights are zero where the mask is True and not where it is False: "
                         "True means may attend. Fill the scores with -inf where the mask is False."
                     )
-                raise AssertionError(
+                raise CheckFailed(
                     f"with {name}, your weights are not 0 where the mask is False: replace those scores "
                     "with float('-inf') before the softmax."
                 )
@@ -124,10 +135,17 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
             sums = got_w.sum(-1)
             bad = ~torch.isclose(sums, torch.ones_like(sums), atol=1e-4)
             if bool(bad.any()):
-                raise AssertionError(
+                raise CheckFailed(
                     f"with {name}, a row of your weights sums to {float(sums[bad][0]):.4g}: apply the softmax "
                     "over the last axis (the keys), after masking, so every row sums to 1."
                 )
+        if isinstance(got_w, Tensor) and got_w.shape == weights.shape:
+            d_k, d_v = q.shape[-1], v.shape[-1]
+            for scale, hint in ((1.0, f"you did not divide the scores by sqrt(d_k) = sqrt({d_k})"),
+                                (math.sqrt(d_v), f"you divided by sqrt(d_v) = sqrt({d_v}); the scale is sqrt(d_k) = sqrt({d_k})")):
+                if abs(scale - math.sqrt(d_k)) > 1e-6 and torch.allclose(
+                        got_w.detach().float(), attention(q * math.sqrt(d_k) / scale, k, v, mask)[1], atol=1e-5):
+                    raise CheckFailed(f"with {name}, {hint}.")
         assert_tensor(got_w, weights, f"your weight matrix with {name}")
         assert_tensor(got_out, out, f"your output with {name}")
     passed("softmax(Q K^T / sqrt(d_k)) V, with -inf where the mask is False, matches tx.attention.")

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from ..attention import attention
 from ..multi_head import MultiHeadAttention, merge_heads, split_heads
-from . import assert_tensor, call, keeps_random_state, passed
+from . import CheckFailed, assert_tensor, call, forbidding, keeps_random_state, passed
 
 __all__ = ["check_split_heads", "check_combine_heads", "check_count_parameters"]
 
@@ -28,8 +28,11 @@ def check_split_heads(fn: Callable[..., Any]) -> None:
         got = call(fn, x.clone(), H)
         expected = split_heads(x, H)
         if isinstance(got, Tensor) and got.shape == expected.shape and not torch.allclose(got, expected):
+            if torch.allclose(got, x.reshape(B, T, H, D // H).permute(0, 2, 1, 3).transpose(-2, -1).reshape(B, H, T, D // H)):
+                raise CheckFailed("the shape is right but each head's numbers are scrambled: cut each position's "
+                                  "vector with x.view(B, T, H, Dh), then swap only the T and H axes, transpose(1, 2).")
             if torch.allclose(got, x.reshape(B, H, T, D // H)):
-                raise AssertionError(
+                raise CheckFailed(
                     "the shape is right but positions are mixed up: reshaping straight to "
                     "[B, H, T, Dh] cuts the T*D numbers of a sentence into H runs of whole positions. "
                     "Cut each position's vector first, [B, T, H, Dh], then swap the T and H axes."
@@ -52,9 +55,9 @@ def check_combine_heads(fn: Callable[..., Any]) -> None:
             got = call(fn, z.clone(), mha.w_o)
             if isinstance(got, Tensor) and got.shape == expected.shape and not torch.allclose(got, expected, atol=1e-5):
                 if torch.allclose(got, merge_heads(z), atol=1e-5):
-                    raise AssertionError("you concatenated the heads correctly but did not apply W^O: return w_o(...) of it.")
+                    raise CheckFailed("you concatenated the heads correctly but did not apply W^O: return w_o(...) of it.")
                 if torch.allclose(got, mha.w_o(z.reshape(B, T, D)), atol=1e-5):
-                    raise AssertionError(
+                    raise CheckFailed(
                         "z.reshape(B, T, D) glues numbers in [B, H, T, Dh] order, mixing positions: "
                         "move the heads axis next to Dh first (transpose(1, 2)), then reshape."
                     )
@@ -65,23 +68,29 @@ def check_combine_heads(fn: Callable[..., Any]) -> None:
 @keeps_random_state
 def check_count_parameters(fn: Callable[..., Any]) -> None:
     """``fn(d_model, n_heads) -> int`` must count tx.MultiHeadAttention's parameters."""
-    for d_model, n_heads in [(512, 8), (512, 1), (512, 16), (1024, 16), (128, 4), (6, 3)]:
+    g = torch.Generator().manual_seed(5)
+    hidden = int(torch.randint(2, 40, (1,), generator=g)) * 3  # a size the learner never sees
+    for d_model, n_heads in [(512, 8), (512, 1), (512, 16), (1024, 16), (128, 4), (6, 3), (hidden, 3)]:
         expected = sum(p.numel() for p in MultiHeadAttention(d_model, n_heads).parameters())
-        got = call(fn, d_model, n_heads)
+        with forbidding([(MultiHeadAttention, "__init__")], "count from the shapes of the four linear layers, without building the layer."):
+            got = call(fn, d_model, n_heads)
         if isinstance(got, Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, float) and got.is_integer():
             got = int(got)
         if not isinstance(got, int):
-            raise AssertionError(f"count_parameters should return an int, got {type(got).__name__}.")
+            raise CheckFailed(f"count_parameters should return an int, got {type(got).__name__}.")
         if got == expected:
             continue
         where = f"count_parameters({d_model}, {n_heads}) = {got}; expected {expected}."
         if got == 4 * d_model * d_model:
-            raise AssertionError(f"{where} Each of the four nn.Linear layers also has a bias of d_model numbers.")
+            raise CheckFailed(f"{where} Each of the four nn.Linear layers also has a bias of d_model numbers.")
+        if got in (4 * (d_model * d_model // n_heads + d_model), 4 * (d_model * d_model + d_model) * n_heads):
+            raise CheckFailed(f"{where} The heads share W^Q, W^K, W^V, each d_model x d_model: splitting into heads "
+                              "neither divides nor multiplies the count.")
         if got in (3 * (d_model * d_model + d_model), 3 * d_model * d_model):
-            raise AssertionError(f"{where} Remember W^O, the fourth d_model x d_model matrix.")
-        raise AssertionError(
+            raise CheckFailed(f"{where} Remember W^O, the fourth d_model x d_model matrix.")
+        raise CheckFailed(
             f"{where} Count W^Q, W^K, W^V and W^O with their biases; the heads only cut the "
             "matrices into slices, so the count does not depend on n_heads."
         )

@@ -10,8 +10,10 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
+import sys
+
 from ..positional_encoding import positional_encoding
-from . import assert_number, assert_tensor, call, passed
+from . import CheckFailed, as_number, assert_number, assert_tensor, call, forbidding, passed
 
 __all__ = ["check_pe_by_hand", "check_positional_encoding", "check_offset_dot"]
 
@@ -42,19 +44,28 @@ def _layout_hint(got: Tensor, expected: Tensor) -> str | None:
     return None
 
 
+def _without_tx_table(why: str) -> Any:
+    """Within the block, tx.positional_encoding refuses to build its table."""
+    import tx
+
+    module = sys.modules[positional_encoding.__module__]  # tx.positional_encoding is also the function's name
+    return forbidding([(tx, "positional_encoding"), (module, "positional_encoding")], why)
+
+
 def check_pe_by_hand(fn: Callable[..., Any]) -> None:
     """``fn()`` must return the 6 numbers of PE[5] for d_model = 6."""
     expected = positional_encoding(6, 6)[5].double()
-    got = call(fn)
+    with _without_tx_table("work the six numbers out with math.sin and math.cos."):
+        got = call(fn)
     try:
         got = torch.as_tensor(got, dtype=torch.float64).flatten()
     except (TypeError, ValueError, RuntimeError):
-        raise AssertionError(f"return a list of 6 numbers, got {type(got).__name__}.") from None
+        raise CheckFailed(f"return a list of 6 numbers, got {type(got).__name__}.") from None
     if got.numel() != 6:
-        raise AssertionError(f"PE[5] has d_model = 6 numbers; you returned {got.numel()}.")
+        raise CheckFailed(f"PE[5] has d_model = 6 numbers; you returned {got.numel()}.")
     hint = _layout_hint(got, expected)
     if hint is not None:
-        raise AssertionError(hint)
+        raise CheckFailed(hint)
     assert_tensor(got, expected, "your PE[5] for d_model = 6", atol=1e-4)
     passed("PE[5] = [sin 5, cos 5, sin(5/10000^(2/6)), cos(...), sin(5/10000^(4/6)), cos(...)].")
 
@@ -67,7 +78,7 @@ def check_positional_encoding(fn: Callable[..., Any]) -> None:
         if isinstance(got, Tensor) and got.shape == expected.shape:
             hint = _layout_hint(got.detach().to(expected.dtype), expected)
             if hint is not None:
-                raise AssertionError(f"for max_len={max_len}, d_model={d_model}: {hint}")
+                raise CheckFailed(f"for max_len={max_len}, d_model={d_model}: {hint}")
         assert_tensor(got, expected, f"your encoding for max_len={max_len}, d_model={d_model} (index = [pos, dim])")
     passed("your table equals tx.positional_encoding, which tx.Embedding adds to every sentence.")
 
@@ -75,17 +86,22 @@ def check_positional_encoding(fn: Callable[..., Any]) -> None:
 def check_offset_dot(fn: Callable[..., Any]) -> None:
     """``fn(k, d_model) -> float`` must equal PE[pos] . PE[pos + k], the same for every pos."""
     n = 100  # positions pos = 0 .. 99
-    for d_model in (4, 64, 512):
-        for k in (0, 1, 3, 10, 37):
+    g = torch.Generator().manual_seed(6)
+    hidden_k, hidden_d = int(torch.randint(4, 90, (1,), generator=g)), 2 * int(torch.randint(3, 60, (1,), generator=g))
+    cases = [(d_model, k) for d_model in (4, 64, 512) for k in (0, 1, 3, 10, 37)] + [(hidden_d, hidden_k)]
+    for d_model, k in cases:
             pe = positional_encoding(n + k, d_model).double()
             dots = (pe[:n] * pe[k:]).sum(dim=-1)  # [n]: one dot product per pos
-            got = call(fn, k, d_model)
-            if isinstance(got, Tensor) and got.numel() == 1:
-                got = got.item()
-            if not isinstance(got, (int, float)):
-                raise AssertionError(f"offset_dot should return a number, got {type(got).__name__}.")
+            with _without_tx_table("compute the dot product from k and d_model alone, as a sum of cosines."):
+                got = call(fn, k, d_model)
+            if isinstance(got, Tensor) and got.numel() != 1 or isinstance(got, (list, tuple)):
+                raise CheckFailed(f"offset_dot should return a number, got {type(got).__name__}.")
+            got = as_number(got, f"offset_dot({k}, {d_model})")
+            if abs(got - float(dots.mean()) * 2) <= 1e-3 and k > 0:
+                raise CheckFailed(f"offset_dot({k}, {d_model}) = {got:.6g} is twice the dot product: each of the "
+                                  "d_model / 2 pairs adds one cosine, cos(k * omega_i).")
             if k == 0 and abs(got - d_model / 2) > 1e-3:
-                raise AssertionError(
+                raise CheckFailed(
                     f"offset_dot(0, {d_model}) = {got:.6g}; a vector with itself gives d_model / 2 = "
                     f"{d_model / 2:g}, since every pair adds sin^2 + cos^2 = 1."
                 )

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..layers import FeedForward, Residual
-from . import assert_tensor, call, passed
+from . import CheckFailed, assert_tensor, call, forbidding, passed
 
 __all__ = ["check_layer_norm", "check_post_ln_step", "check_pre_ln_stack"]
 
@@ -45,70 +45,103 @@ def _sublayers(n: int, d_model: int) -> list[FeedForward]:
         return [FeedForward(d_model, 2 * d_model) for _ in range(n)]
 
 
+_LAYER_NORMS = [(F, "layer_norm"), (torch, "layer_norm"), (nn.LayerNorm, "forward")]
+
+
+def _call_layer_norm(layer_norm: Callable[..., Tensor], *args: object) -> object:
+    with forbidding(_LAYER_NORMS, "write LayerNorm with tensor arithmetic: mean, variance, square root."):
+        return call(layer_norm, *args)
+
+
 def check_layer_norm(layer_norm: Callable[..., Tensor]) -> None:
     """``layer_norm(x, gain, bias, eps)`` must equal ``F.layer_norm`` over the last axis."""
     x, gain, bias = _inputs(0)
-    got = call(layer_norm, x, gain, bias, 1e-5)
+    got = _call_layer_norm(layer_norm, x.clone(), gain.clone(), bias.clone(), 1e-5)
     expected = F.layer_norm(x, (5,), gain, bias, 1e-5)
     if isinstance(got, Tensor) and got.shape == x.shape:
         if torch.allclose(got, F.layer_norm(x, (5,), eps=1e-5), atol=1e-4):
-            raise AssertionError("the output ignores gain and bias: multiply by gain, then add bias, after normalising.")
+            raise CheckFailed("the output ignores gain and bias: multiply by gain, then add bias, after normalising.")
         unbiased = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5) * gain + bias
         if torch.allclose(got, unbiased, atol=1e-4):
-            raise AssertionError(
+            raise CheckFailed(
                 "you divided the squared deviations by D - 1: LayerNorm's variance divides by D "
                 "(x.var(-1, unbiased=False, keepdim=True), or the mean of the squared deviations)."
             )
         centred = x - x.mean(-1, keepdim=True)
         outside = centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5) * gain + bias
         if torch.allclose(got, outside, atol=1e-5) and not torch.allclose(got, expected, atol=1e-5):
-            raise AssertionError("eps belongs inside the square root: divide by sqrt(variance + eps), not sqrt(variance) + eps.")
+            raise CheckFailed("eps belongs inside the square root: divide by sqrt(variance + eps), not sqrt(variance) + eps.")
+        if torch.allclose(got, (centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + 1e-5)), atol=1e-4):
+            raise CheckFailed("the output ignores gain and bias: multiply by gain, then add bias, after normalising.")
+        over_batch = (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + 1e-5) * gain + bias
+        if torch.allclose(got, over_batch, atol=1e-4):
+            raise CheckFailed("you normalised with one mean and variance for the whole tensor: take them over the "
+                              "last axis only, x.mean(-1, keepdim=True), so each position gets its own.")
     assert_tensor(got, expected, "layer_norm(x, gain, bias, 1e-5) on x of shape (2, 3, 5)")
+    # Another shape, one the learner never sees: [..., D] with three leading axes and D = 7.
+    g = torch.Generator().manual_seed(1)
+    x, gain, bias = torch.randn(2, 2, 3, 7, generator=g) * 4 - 1, torch.rand(7, generator=g) + 0.5, torch.randn(7, generator=g)
+    assert_tensor(_call_layer_norm(layer_norm, x.clone(), gain, bias, 1e-5), F.layer_norm(x, (7,), gain, bias, 1e-5),
+                  "layer_norm(x, gain, bias, 1e-5) on x of shape (2, 2, 3, 7)")
     # A position whose features are (nearly) all equal has variance ~0: only eps keeps it finite.
     flat = torch.tensor([[2.0, 2.0, 2.0, 2.001]])
     ones, zeros = torch.ones(4), torch.zeros(4)
     for eps in (1e-5, 1e-2):
-        assert_tensor(call(layer_norm, flat, ones, zeros, eps), F.layer_norm(flat, (4,), eps=eps),
+        assert_tensor(_call_layer_norm(layer_norm, flat.clone(), ones, zeros, eps), F.layer_norm(flat, (4,), eps=eps),
                       f"layer_norm of a nearly constant vector with eps={eps} (eps goes inside the square root)")
     passed("your layer_norm matches torch.nn.functional.layer_norm, gain, bias and eps included.")
 
 
 def check_post_ln_step(post_ln_step: Callable[..., Tensor]) -> None:
     """``post_ln_step(x, sublayer, norm)`` must equal ``tx.Residual(norm_first=False)``: norm(x + sublayer(x))."""
-    D = 6
-    residual = Residual(D, dropout=0.0, norm_first=False)
-    _with_random_norm(residual.norm, 1)
-    (sublayer,) = _sublayers(1, D)
-    x = 3 * torch.randn(2, 4, D, generator=torch.Generator().manual_seed(2))
-    with torch.no_grad():
-        got = call(post_ln_step, x, sublayer, residual.norm)
-        expected = residual(x, sublayer)
-        pre_ln = x + sublayer(residual.norm(x))
-    if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, pre_ln, atol=1e-5):
-        raise AssertionError(
-            "that is pre-LN, x + sublayer(norm(x)). The paper (section 3.1) adds first and "
-            "normalises the sum: norm(x + sublayer(x))."
-        )
-    assert_tensor(got, expected, "post_ln_step(x, sublayer, norm)")
+    for D, seed, shape in ((6, 1, (2, 4)), (10, 5, (3, 2))):  # the second size is one the learner never sees
+        residual = Residual(D, dropout=0.0, norm_first=False)
+        _with_random_norm(residual.norm, seed)
+        (sublayer,) = _sublayers(1, D)
+        x = 3 * torch.randn(*shape, D, generator=torch.Generator().manual_seed(seed + 1))
+        with torch.no_grad():
+            got = call(post_ln_step, x.clone(), sublayer, residual.norm)
+            expected = residual(x, sublayer)
+            pre_ln = x + sublayer(residual.norm(x))
+            no_residual = residual.norm(sublayer(x))
+        if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, pre_ln, atol=1e-5):
+            raise CheckFailed(
+                "that is pre-LN, x + sublayer(norm(x)). The paper (section 3.1) adds first and "
+                "normalises the sum: norm(x + sublayer(x))."
+            )
+        if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, no_residual, atol=1e-5):
+            raise CheckFailed("the residual is missing: add x to sublayer(x) before the LayerNorm, norm(x + sublayer(x)).")
+        assert_tensor(got, expected, f"post_ln_step(x of shape {tuple(x.shape)}, sublayer, norm)")
     passed("post_ln_step is the paper's Add & Norm, LayerNorm(x + Sublayer(x)), as tx.Residual(norm_first=False).")
 
 
 def check_pre_ln_stack(pre_ln_stack: Callable[..., Tensor]) -> None:
     """``pre_ln_stack(x, sublayers, norms, final_norm)`` must equal N pre-LN tx.Residual steps, then final_norm."""
-    D, N = 6, 3
-    residuals = [Residual(D, dropout=0.0, norm_first=True) for _ in range(N)]
-    for i, r in enumerate(residuals):
-        _with_random_norm(r.norm, 10 + i)
-    final_norm = _with_random_norm(nn.LayerNorm(D), 20)
-    sublayers = _sublayers(N, D)
-    x = torch.randn(2, 4, D, generator=torch.Generator().manual_seed(3))
-    with torch.no_grad():
-        got = call(pre_ln_stack, x, sublayers, [r.norm for r in residuals], final_norm)
-        h = x
-        for r, f in zip(residuals, sublayers):
-            h = r(h, f)  # [B, T, D], the un-normalised residual stream
-        expected = final_norm(h)
-    if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, h, atol=1e-5):
-        raise AssertionError("the stack is right but final_norm is missing: apply it once, after the last step.")
-    assert_tensor(got, expected, f"pre_ln_stack(x, {N} sublayers, {N} norms, final_norm)")
-    passed(f"pre_ln_stack matches {N} tx.Residual(norm_first=True) steps followed by the final LayerNorm.")
+    for D, N, seed in ((6, 3, 3), (8, 2, 4)):  # the second stack is one the learner never sees
+        residuals = [Residual(D, dropout=0.0, norm_first=True) for _ in range(N)]
+        for i, r in enumerate(residuals):
+            _with_random_norm(r.norm, 10 * seed + i)
+        final_norm = _with_random_norm(nn.LayerNorm(D), 20 * seed)
+        sublayers = _sublayers(N, D)
+        x = torch.randn(2, 4, D, generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            got = call(pre_ln_stack, x.clone(), sublayers, [r.norm for r in residuals], final_norm)
+            h = x
+            for r, f in zip(residuals, sublayers):
+                h = r(h, f)  # [B, T, D], the un-normalised residual stream
+            expected = final_norm(h)
+            post = x
+            for r, f in zip(residuals, sublayers):
+                post = r.norm(post + f(post))
+            each_normed = x
+            for r, f in zip(residuals, sublayers):
+                each_normed = final_norm(r(each_normed, f))
+        if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, h, atol=1e-5):
+            raise CheckFailed("the stack is right but final_norm is missing: apply it once, after the last step.")
+        if isinstance(got, Tensor) and got.shape == x.shape and (
+                torch.allclose(got, post, atol=1e-5) or torch.allclose(got, final_norm(post), atol=1e-5)):
+            raise CheckFailed("those are post-LN steps, norm(x + sublayer(x)); a pre-LN step is x + sublayer(norm(x)).")
+        if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, each_normed, atol=1e-5):
+            raise CheckFailed("you applied final_norm after every step: apply it once, after the last step.")
+        assert_tensor(got, expected, f"pre_ln_stack(x, {N} sublayers, {N} norms, final_norm) with d_model={D}")
+    passed("pre_ln_stack matches tx.Residual(norm_first=True) steps followed by the final LayerNorm.")

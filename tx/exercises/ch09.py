@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import assert_tensor, call, passed
+from . import CheckFailed, assert_tensor, call, forbidding, passed
+from .ch03 import SOFTMAXES
 
 __all__ = ["POST_VOCAB", "check_softmax_with_temperature", "check_one_hot", "check_pick_word"]
 
@@ -29,12 +30,32 @@ def check_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) -> Non
         (torch.tensor([2.0, 1.0, 0.1]), 4.0),
         (torch.randn(4, 6, generator=g) * 3, 2.0),  # a batch: softmax runs along the last axis
         (torch.tensor([1000.0, 999.0, 990.0]), 1.0),  # exp(1000) overflows unless the max is taken out
+        # Rows on different scales: only each row's own largest logit keeps both rows finite.
+        (torch.tensor([[1000.0, 999.0, 995.0], [-1000.0, -1001.0, -1003.0]]), 1.0),
+        # A wide range: subtracting the smallest logit instead of the largest overflows.
+        (torch.randn(3, 8, generator=g) * 80, 0.7),
     ]
     for logits, temperature in cases:
-        got = call(fn, logits.clone(), temperature)
+        with forbidding(SOFTMAXES, "write the softmax yourself, with exp, max, sum and arithmetic."):
+            got = call(fn, logits.clone(), temperature)
         what = f"softmax_with_temperature(logits of shape {tuple(logits.shape)}, temperature={temperature})"
-        if isinstance(got, Tensor) and got.shape == logits.shape and not bool(torch.isfinite(got).all()):
-            raise AssertionError(
+        overflows = float((logits / temperature).abs().max()) > 80  # exp(80) is near float32's limit
+        if isinstance(got, Tensor) and got.shape == logits.shape and not bool(torch.isfinite(got).all()) and overflows:
+            z = logits / temperature
+            by_min, by_global_max = (z - z.amin(-1, keepdim=True)).exp(), (z - z.max()).exp()
+            same_failure = lambda e: torch.equal(torch.isfinite(got), torch.isfinite(e / e.sum(-1, keepdim=True)))  # noqa: E731
+            if z.dim() > 1 and same_failure(by_global_max) and not same_failure(by_min):
+                raise CheckFailed(
+                    f"{what} holds inf or nan in a row whose logits are far below another row's: subtract "
+                    "each row's own largest logit, z.max(dim=-1, keepdim=True).values, not the largest of the whole tensor."
+                )
+            if same_failure(by_min):
+                raise CheckFailed(
+                    f"{what} holds inf or nan: the logits of a row span more than exp can take (about 88 "
+                    "in float32). Subtract the largest logit of each row, so every exponent is at most 0, "
+                    "not the smallest."
+                )
+            raise CheckFailed(
                 f"{what} holds inf or nan. exp() of a large logit overflows: subtract the largest "
                 "logit (of each row) before exp(); the softmax does not change."
             )
@@ -49,12 +70,16 @@ def _expected_one_hot(word: str, vocab: Sequence[str]) -> Tensor:
 def check_one_hot(fn: Callable[[str, Sequence[str]], Tensor]) -> None:
     """``fn(word, vocab) -> [V]``: 1 at the word's index in ``vocab``, 0 elsewhere (as ``F.one_hot``)."""
     numbers = ("zero", "one", "two", "three", "four", "five", "six", "seven")
-    for word, vocab in [("am", POST_VOCAB), ("a", POST_VOCAB), ("<eos>", POST_VOCAB), ("five", numbers)]:
-        got = call(fn, word, list(vocab))
+    g = torch.Generator().manual_seed(9)
+    hidden = [f"w{int(i)}" for i in torch.randperm(40, generator=g)[:13]]  # a vocabulary the prompt never shows
+    cases = [("am", POST_VOCAB), ("a", POST_VOCAB), ("<eos>", POST_VOCAB), ("five", numbers), (hidden[7], hidden)]
+    for word, vocab in cases:
+        with forbidding([(F, "one_hot")], "build the vector with torch.zeros and set one entry to 1."):
+            got = call(fn, word, list(vocab))
         expected = _expected_one_hot(word, vocab)
         if isinstance(got, Tensor) and got.shape == expected.shape and float(got.sum()) != 1.0:
-            raise AssertionError(f"one_hot({word!r}, ...) sums to {float(got.sum()):g}; a one-hot vector holds a single 1.")
-        assert_tensor(got, expected, f"one_hot({word!r}, {list(vocab)})")
+            raise CheckFailed(f"one_hot({word!r}, ...) sums to {float(got.sum()):g}; a one-hot vector holds a single 1.")
+        assert_tensor(got, expected, f"one_hot({word!r}, {list(vocab)})", dtype=torch.float32)
     passed("your one-hot vectors match F.one_hot.")
 
 
@@ -71,9 +96,9 @@ def check_pick_word(fn: Callable[[Tensor, Sequence[str]], str]) -> None:
         got = call(fn, logits.clone(), list(POST_VOCAB))
         expected = POST_VOCAB[int(logits.argmax())]
         if not isinstance(got, str):
-            raise AssertionError(f"pick_word should return the word as a str, got {type(got).__name__}.")
+            raise CheckFailed(f"pick_word should return the word as a str, got {type(got).__name__}.")
         if got != expected:
-            raise AssertionError(
+            raise CheckFailed(
                 f"for logits {[round(v, 2) for v in logits.tolist()]} over {list(POST_VOCAB)} you picked "
                 f"{got!r}; the largest logit belongs to {expected!r}."
             )

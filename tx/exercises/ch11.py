@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ..decoding import beam_search, greedy_decode
 from ..model import Transformer
-from . import assert_number, call, passed
+from . import CheckFailed, as_number, assert_number, call, passed
 
 __all__ = ["brute_force_top_k", "check_greedy", "check_beam_step", "check_penalised_score"]
 
@@ -40,7 +40,7 @@ def _as_ids(got: Any, what: str) -> list[int]:
     if isinstance(got, Tensor):
         got = got.flatten().tolist()
     if not isinstance(got, (list, tuple)) or not all(isinstance(t, int) for t in got):
-        raise AssertionError(f"{what} should return a list of token ids (ints), got {got!r:.80}.")
+        raise CheckFailed(f"{what} should return a list of token ids (ints), got {got!r:.80}.")
     return list(got)
 
 
@@ -76,17 +76,24 @@ def check_greedy(fn: Callable[[Callable[[list[int]], Tensor], int, int, int], Se
         got = _as_ids(call(fn, next_log_probs, BOS, eos, max_len), "greedy")
         what = f"greedy(next_log_probs, bos_id={BOS}, eos_id={eos}, max_len={max_len})"
         if not got or got[0] != BOS:
-            raise AssertionError(f"{what} returned {got}: the answer starts with bos_id={BOS}, the prefix every step extends.")
+            raise CheckFailed(f"{what} returned {got}: the answer starts with bos_id={BOS}, the prefix every step extends.")
         for t, (a, b) in enumerate(zip(got, expected)):
             if a != b:
-                raise AssertionError(
+                raise CheckFailed(
                     f"{what}: token {t} is {a}, greedy decoding picks {b} (the argmax of next_log_probs of the "
                     f"prefix {expected[:t]}). Got {got}, expected {expected}."
                 )
         if len(got) != len(expected):
-            hint = (f"stop as soon as you append eos_id={eos}, keeping it" if len(got) > len(expected) and eos in got
-                    else f"generate at most max_len={max_len} tokens after <bos>, and stop after eos_id")
-            raise AssertionError(f"{what} returned {len(got)} ids, expected {len(expected)}: {hint}. "
+            if expected[-1] == eos and got == expected[:-1]:
+                hint = f"you stopped at eos_id={eos} without keeping it: append it, then stop"
+            elif len(got) > len(expected) and eos in got:
+                hint = f"stop as soon as you append eos_id={eos}, keeping it"
+            elif len(got) > len(expected):
+                hint = f"you generated {len(got) - 1} tokens after <bos>; generate at most max_len={max_len}"
+            else:
+                hint = (f"you stopped after {len(got) - 1} tokens, before eos_id={eos} was picked; go on until "
+                        f"eos_id or max_len={max_len} tokens after <bos>")
+            raise CheckFailed(f"{what} returned {len(got)} ids, expected {len(expected)}: {hint}. "
                                  f"Got {got}, expected {expected}.")
     passed("your loop picks the same words as tx.greedy_decode and stops at the same place.")
 
@@ -140,19 +147,38 @@ def check_beam_step(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]
         K = scores.size(0)
         got = call(fn, scores.clone(), log_probs.clone())
         if not (isinstance(got, (tuple, list)) and len(got) == 3):
-            raise AssertionError(f"beam_step should return three tensors (parent, token, score), got {type(got).__name__}.")
-        parent, token, score = (torch.as_tensor(x) for x in got)
+            raise CheckFailed(f"beam_step should return three tensors (parent, token, score), got {type(got).__name__}.")
+        try:
+            parent, token, score = (torch.as_tensor(x) for x in got)
+        except (TypeError, ValueError, RuntimeError):
+            raise CheckFailed(f"beam_step should return three tensors (parent, token, score), got {got!r:.120}.") from None
         for name, x in (("parent", parent), ("token", token), ("score", score)):
             if x.shape != (K,):
-                raise AssertionError(f"{description}: {name} has shape {tuple(x.shape)}; expected ({K},), one entry per kept beam.")
+                raise CheckFailed(f"{description}: {name} has shape {tuple(x.shape)}; expected ({K},), one entry per kept beam.")
+        for name, x in (("parent", parent), ("token", token)):
+            if x.is_floating_point() or x.dtype == torch.bool:
+                raise CheckFailed(
+                    f"{description}: {name} has dtype {x.dtype}; it holds indices, so it must be an integer "
+                    "tensor (// and % of topk's indices give torch.long)."
+                )
+        if not bool(torch.isfinite(score).all()):
+            raise CheckFailed(
+                f"{description}: your scores {score.tolist()} are not all finite. Only the K best continuations "
+                "are kept, and a beam of score -inf is never among them while finite ones remain."
+            )
         expected = brute_force_top_k(scores, log_probs)
         mine = list(zip(parent.tolist(), token.tolist(), score.tolist()))
         for rank, ((p, t, s), (ep, et, es)) in enumerate(zip(mine, expected)):
-            if (int(p), int(t)) != (ep, et) or abs(s - es) > 1e-4:
+            if (int(p), int(t)) != (ep, et) and 0 <= int(p) < K and scores[int(p)] == float("-inf"):
+                raise CheckFailed(
+                    f"{description}: at rank {rank} you extend beam {int(p)}, whose score is -inf: it is not alive "
+                    "yet. Add scores[parent] to every log-prob, so its continuations stay at -inf and are never kept."
+                )
+            if (int(p), int(t)) != (ep, et) or not abs(s - es) <= 1e-4:
                 hint = ("parent = flat index // V and token = flat index % V, where V = log_probs.size(1)"
                         if abs(s - es) <= 1e-4 else
                         "the score of a continuation is scores[parent] + log_probs[parent, token]; rank all K*V of them together")
-                raise AssertionError(
+                raise CheckFailed(
                     f"{description}: at rank {rank} you keep (parent={int(p)}, token={int(t)}, score={s:.4f}); the "
                     f"brute-force top {K} has (parent={ep}, token={et}, score={es:.4f}) there. Hint: {hint}."
                 )
@@ -162,10 +188,28 @@ def check_beam_step(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]
 # --------------------------------------------------------------------------- length penalty
 
 
+def _penalty_hint(got: float, token_log_probs: Tensor, alpha: float, score: float) -> None:
+    """CheckFailed naming the mistake when ``got`` is a familiar wrong score; nothing when it is right or unfamiliar."""
+    total, L = float(token_log_probs.sum()), len(token_log_probs)
+    if abs(got - score) <= 1e-4:
+        return
+    wrong = [
+        (total, "you returned the plain sum: divide it by L ** alpha, with L the number of tokens."),
+        (total * L**alpha, "you multiplied by L ** alpha; the penalty divides: sum / L ** alpha."),
+        (total / L, "you divided by L whatever alpha is: divide by L ** alpha."),
+        (total / max(L - 1, 1) ** alpha, "L counts every generated token, <eos> included: use len(token_log_probs)."),
+        (-total / L**alpha, "the score keeps the sign of the log-probabilities: it is negative."),
+    ]
+    for value, hint in wrong:
+        if abs(got - value) <= 1e-4 and abs(value - score) > 1e-4:
+            raise CheckFailed(f"for L={L} and alpha={alpha} you gave {got:.6g}, expected {score:.6g}: {hint}")
+
+
 def check_penalised_score(fn: Callable[[Tensor, float], float]) -> None:
     """``fn(token_log_probs [L], alpha) -> float``: sum / L ** alpha, the score tx.beam_search reports."""
-    assert_number(call(fn, torch.tensor([-1.0, -2.0]), 1.0),
-                  -1.5, "penalised_score([-1, -2], alpha=1)", tol=1e-5)
+    first = call(fn, torch.tensor([-1.0, -2.0, -3.0]), 1.0)
+    _penalty_hint(as_number(first, "penalised_score([-1, -2, -3], alpha=1)"), torch.tensor([-1.0, -2.0, -3.0]), 1.0, -2.0)
+    assert_number(first, -2.0, "penalised_score([-1, -2, -3], alpha=1)", tol=1e-5)
     model = _tiny_model(1)  # its hypotheses end after 1 to 6 tokens: L matters
     src = _sources(1, 1)
     n_checked = 0
@@ -178,6 +222,7 @@ def check_penalised_score(fn: Callable[[Tensor, float], float]) -> None:
             token_log_probs = lp.gather(1, tokens[1:, None])[:, 0]  # [L]: one per generated token
             got = call(fn, token_log_probs.clone(), alpha)
             L = len(token_log_probs)
+            _penalty_hint(as_number(got, f"penalised_score of a hypothesis of L={L} tokens"), token_log_probs, alpha, score)
             assert_number(got, score,
                           f"penalised_score of a hypothesis with L={L} tokens (<eos> counted) at alpha={alpha}",
                           tol=1e-4)

@@ -1,23 +1,111 @@
-"""The learner edition: every chapter with the solution cells removed and outputs cleared.
+"""The learner edition: every chapter without solutions, in Markdown any Jupyter renders.
 
 A chapter marks each exercise's parts with cell tags: ``stub`` (the learner's cell,
 ending in ``raise NotImplementedError``), ``solution`` (the reference answer, between
 the ``solution-start`` and ``solution-end`` directives) and ``check`` (calls a checker
-in :mod:`tx.exercises`). The learner edition keeps the stub and the check and drops
-the solution with its two directive cells.
+in :mod:`tx.exercises`). The learner edition
+
+- keeps the stub and the check and drops the solution with its two directive cells;
+- turns the book's MyST markup (directives, roles, equation labels), which only Jupyter
+  Book understands, into plain Markdown that JupyterLab, Jupyter Notebook and VS Code
+  render: an exercise's title becomes a heading, ``{eq}`` references the equation numbers
+  the website shows, ``{cite:p}`` an author-year citation from ``references.bib``;
+- tags every check cell ``raises-exception``, so Run All goes past a check that fails
+  because its exercise is not solved yet, and says so under each ``## Exercises``;
+- opens with a cell that says what to install when ``import tx`` fails.
+
+It never overwrites a notebook the learner may have worked in: a file is replaced only
+while it is byte for byte what an earlier run wrote (recorded in ``.tx-learner.json``),
+unless ``--force`` is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
+import sys
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["is_solution_cell", "strip_solutions", "write_learner_edition", "main"]
+__all__ = [
+    "is_solution_cell", "strip_solutions", "to_markdown", "learner_notebook", "write_learner_edition", "main",
+    "MANIFEST", "README", "Written",
+]
 
-CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = ROOT / "chapters"
+MANIFEST = ".tx-learner.json"
+"""The file, in the output folder, recording what each notebook was when this tool wrote it."""
+
+EXPECTED_FAILURES = (
+    "*Under each exercise, a check cell tests your function. Until you have solved the exercise, "
+    "its check fails with a short hint in red: that is expected, and Run All goes on past it to the "
+    "end of the notebook. A solved exercise's check prints a line that starts with \"Correct\".*"
+)
+
+SETUP_CELL = '''\
+# This notebook needs tx, the book's Python package. If this cell fails, see README.md
+# next to this notebook: it sets everything up in two commands.
+try:
+    import tx
+except ModuleNotFoundError:
+    raise ModuleNotFoundError(
+        "this notebook needs the book's package `tx` and its requirements. From a clone of the "
+        "book's repository run `make lab`, or run `pip install -r requirements.txt` there, then "
+        "choose that environment's Python as this notebook's kernel. README.md, next to this "
+        "notebook, says more."
+    ) from None
+print(f"tx is installed: {tx.__file__}")'''
+
+README = """\
+# The Transformer, Run and Tested: the learner edition
+
+Every chapter of the book as a Jupyter notebook, with the solutions of the exercises
+taken out. Each exercise has a cell for your function and, under it, a check cell that
+tests your answer and gives a hint until it is right.
+
+## Set-up in two commands
+
+The notebooks import `tx`, the book's small Transformer package, which the checks
+compare your answers with. You need Python 3.11, `git` and `make`:
+
+```bash
+git clone {repository} tx-book && cd tx-book
+make lab
+```
+
+`make lab` creates `.venv` with everything the book needs (`tx` included), copies this
+learner edition into `workbook/` and opens JupyterLab there. Run it again whenever you
+like: it never overwrites a notebook you have worked in.
+
+To use the notebooks of this folder in an environment of your own instead, install `tx`
+and Jupyter into it, then open them:
+
+```bash
+python3 -m venv .venv && .venv/bin/pip install "tx @ git+{repository}" jupyterlab ipywidgets
+.venv/bin/jupyter lab
+```
+
+If the first code cell of a notebook says `tx` is missing, the notebook runs on a
+Python where it is not installed: choose the kernel of the environment above.
+
+## Working through a chapter
+
+Run the notebook from the top (Run > Run All Cells). Until you solve an exercise, its
+check fails with a short hint: that is expected, and the other cells still run. Write
+your function in the cell that ends in `raise NotImplementedError`, run that cell, then
+run the check under it.
+"""
+
+_DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
+_OPTION = re.compile(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
+_ROLE = re.compile(r"\{(?P<name>[\w:-]+)\}`(?P<content>[^`]*)`")
+_LABELLED_MATH = re.compile(r"\$\$(?P<body>.+?)\$\$[ \t]*\((?P<label>[^()\s]+)\)", re.S)
+_TARGET = re.compile(r"^\([\w:.-]+\)=[ \t]*\n?", re.M)
+_ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error", "seealso"}
 
 
 def _source(cell: dict[str, Any]) -> str:
@@ -49,41 +137,273 @@ def strip_solutions(notebook: dict[str, Any]) -> dict[str, Any]:
     return {**notebook, "cells": cells}
 
 
-def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, zip_path: str | Path | None = None) -> list[Path]:
-    """Write every ``chapters/*.ipynb`` without solutions into ``out_dir``; optionally zip them too.
+# ----------------------------------------------------------------- references
 
-    Refuses to write into the chapters folder itself, so the solutions are never overwritten.
+
+def equation_numbers(chapters: Path) -> dict[str, str]:
+    """Every labelled equation of the chapters, ``{label: "3.2"}``, numbered as the website numbers them.
+
+    Jupyter Book numbers a chapter's labelled equations in order, after the chapter's
+    number: the second labelled equation of chapter 3 is (3.2).
+    """
+    numbers: dict[str, str] = {}
+    for path in sorted(chapters.glob("[0-9][0-9]_*.ipynb")):
+        chapter = int(path.name[:2])
+        n = 0
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            text = _source(cell)
+            labels = [m.group("label") for m in _LABELLED_MATH.finditer(text)]
+            labels += re.findall(r"^`{3,}\{math\}.*\n(?::[\w-]+:.*\n)*?:label:[ \t]*(\S+)", text, re.M)
+            for label in labels:
+                n += 1
+                numbers[label] = f"{chapter}.{n}"
+    return numbers
+
+
+def _last_names(field: str) -> list[str]:
+    names = []
+    for person in re.split(r"\s+and\s+", field.strip()):
+        last = person.split(",")[0] if "," in person else person.split()[-1]
+        names.append(re.sub(r"[{}\\]", "", last).strip())
+    return names
+
+
+def citations(bib: Path) -> dict[str, tuple[str, str]]:
+    """``{key: (authors, year)}`` from a BibTeX file: "Vaswani et al.", "Ba and Hinton", "Alammar"."""
+    entries: dict[str, tuple[str, str]] = {}
+    if not bib.exists():
+        return entries
+    text = bib.read_text(encoding="utf-8")
+    for match in re.finditer(r"@\w+\s*\{\s*([^,\s]+)\s*,(.*?)\n\}", text, re.S):
+        key, body = match.groups()
+        author = re.search(r"\bauthor\s*=\s*\{(.*?)\}\s*,?\s*$", body, re.M | re.S)
+        year = re.search(r"\byear\s*=\s*\{?(\d{4})", body)
+        names = _last_names(author.group(1)) if author else [key]
+        if len(names) == 1:
+            who = names[0]
+        elif len(names) == 2:
+            who = f"{names[0]} and {names[1]}"
+        else:
+            who = f"{names[0]} et al."
+        entries[key] = (who, year.group(1) if year else "n.d.")
+    return entries
+
+
+# ----------------------------------------------------------------- MyST to Markdown
+
+
+def _role(name: str, content: str, equations: dict[str, str], cites: dict[str, tuple[str, str]]) -> str:
+    """The plain Markdown for one MyST role."""
+    if name == "eq":
+        return f"({equations[content]})" if content in equations else content
+    if name.startswith("cite"):
+        keys = [k.strip() for k in content.split(",") if k.strip()]
+        found = [cites.get(k, (k, "")) for k in keys]
+        if name in ("cite:t", "cite:ts"):
+            return "; ".join(f"{who} ({year})" for who, year in found)
+        return "(" + "; ".join(f"{who}, {year}" if year else who for who, year in found) + ")"
+    if name == "math":
+        return f"${content}$"
+    if name in ("ref", "numref", "doc", "term", "download", "abbr") or ":" in name:
+        shown = re.match(r"^(.*?)\s*<[^<>]+>$", content, re.S)
+        return shown.group(1) if shown else content
+    return content
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.strip("\n").split("\n"))
+
+
+def _directive(name: str, arg: str, options: dict[str, str], body: str) -> str:
+    """The plain Markdown for one MyST directive whose body is already converted."""
+    body = body.strip("\n")
+    if name == "exercise":
+        return f"### Exercise: {arg}".rstrip(": ") + ("\n\n" + body if body else "")
+    if name in ("solution", "solution-start", "solution-end"):
+        return ("**Solution**\n\n" + body) if body else ""
+    if name in _ADMONITIONS:
+        return _quote(f"**{name.capitalize() if name != 'seealso' else 'See also'}**\n\n{body}")
+    if name in ("admonition", "dropdown", "margin", "sidebar", "topic"):
+        return _quote(f"**{arg}**\n\n{body}" if arg else body)
+    if name == "math":
+        label = options.get("label")
+        return f"$$\n{body}\n$$" if not label else f"$$\n{body}\n$$ ({label})"
+    if name in ("figure", "image"):
+        alt = options.get("alt", body.split("\n")[0] if body else "")
+        return f"![{alt}]({arg})" + (f"\n\n*{body}*" if name == "figure" and body else "")
+    if name in ("code", "code-block", "code-cell", "literalinclude"):
+        return f"```{arg}\n{body}\n```" if name != "literalinclude" else f"See `{arg}`."
+    heading = f"**{arg}**\n\n" if arg else ""
+    return heading + body
+
+
+def _directives(text: str) -> str:
+    """Replace every MyST directive (``` or ::: fences, nested ones too) with plain Markdown."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = _DIRECTIVE.match(lines[i].strip())
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence, name, arg = match.group("fence"), match.group("name"), match.group("arg").strip()
+        i += 1
+        options: dict[str, str] = {}
+        while i < len(lines) and (option := _OPTION.match(lines[i].strip())):
+            options[option.group("key")] = option.group("value").strip()
+            i += 1
+        body = []
+        closing = re.compile(rf"^{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+        while i < len(lines) and not closing.match(lines[i].strip()):
+            body.append(lines[i])
+            i += 1
+        i += 1  # the closing fence
+        out.append(_directive(name, arg, options, _directives("\n".join(body))))
+    return "\n".join(out)
+
+
+def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str, str]]) -> str:
+    """A markdown cell's MyST as plain Markdown: directives, roles, labels and equation numbers."""
+    text = _directives(text)
+
+    def tag(match: re.Match) -> str:
+        label, body = match.group("label"), match.group("body")
+        number = equations.get(label)
+        return f"$${body.rstrip()} \\tag{{{number}}}\n$$" if number else f"$${body}$$"
+
+    text = _LABELLED_MATH.sub(tag, text)
+    text = _TARGET.sub("", text)
+    # "(see {eq}`x`)" is fine, but "({eq}`x`)" would read ((3.1)) once the role brings its own parentheses.
+    text = re.sub(r"\((\{eq\}`[^`]*`)\)", r"\1", text)
+    text = _ROLE.sub(lambda m: _role(m.group("name"), m.group("content"), equations, cites), text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+
+
+# ----------------------------------------------------------------- the edition
+
+
+def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """The learner edition of one chapter (nbformat JSON): no solutions, plain Markdown, checks that let Run All go on."""
+    notebook = strip_solutions(notebook)
+    cells = []
+    for cell in notebook["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] == "markdown":
+            text = to_markdown(_source(cell), equations, cites)
+            # The Exercises heading may close a longer cell (the Summary's, say): the note goes under it.
+            text = re.sub(r"^(## Exercises\b.*)$", lambda m: f"{m.group(1)}\n\n{EXPECTED_FAILURES}", text,
+                          count=1, flags=re.M | re.I)
+            cell["source"] = text
+        elif "check" in tags:
+            # The website hides a check's output; in Jupyter the verdict is the point.
+            cell.setdefault("metadata", {})["tags"] = [t for t in tags if t != "remove-output"] + ["raises-exception"]
+        cells.append(cell)
+    first_code = next((i for i, c in enumerate(cells) if c["cell_type"] == "code"), len(cells))
+    setup = {"cell_type": "code", "execution_count": None, "id": "tx-learner-setup",
+             "metadata": {"tags": ["setup"]}, "outputs": [], "source": SETUP_CELL}
+    cells.insert(first_code, setup)
+    return {**notebook, "cells": cells}
+
+
+def _repository(root: Path) -> str:
+    config = root / "_config.yml"
+    text = config.read_text(encoding="utf-8") if config.exists() else ""
+    match = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", text, re.M)
+    return match.group(1) if match else "https://github.com/your-org/tx-book"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def learner_files(chapters: str | Path = CHAPTERS) -> dict[str, bytes]:
+    """``{file name: contents}`` of the learner edition of every ``chapters/*.ipynb``, README.md included."""
+    chapters = Path(chapters).resolve()
+    sources = sorted(chapters.glob("*.ipynb"))
+    if not sources:
+        raise FileNotFoundError(f"no notebooks in {chapters}: pass --chapters with the book's chapters folder.")
+    root = chapters.parent
+    equations, cites = equation_numbers(chapters), citations(root / "references.bib")
+    files = {"README.md": README.format(repository=_repository(root)).encode("utf-8")}
+    for path in sources:
+        notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites)
+        files[path.name] = (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    return files
+
+
+class Written(NamedTuple):
+    """What :func:`write_learner_edition` did: the files it wrote, and the changed ones it kept."""
+
+    written: list[Path]
+    kept: list[Path]
+
+
+def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, zip_path: str | Path | None = None,
+                          force: bool = False) -> Written:
+    """Write the learner edition into ``out_dir`` (and optionally a zip); say which files it wrote and kept.
+
+    A file already in ``out_dir`` is replaced only while it is exactly what an earlier run
+    wrote (so a newer edition reaches a folder nobody worked in); one that has changed since,
+    or that this tool did not write, is kept, since it may hold a learner's answers, unless
+    ``force``. Refuses to write into the chapters folder itself, so the solutions are kept.
     """
     chapters, out_dir = Path(chapters).resolve(), Path(out_dir).resolve()
     if out_dir == chapters:
         raise ValueError(f"{out_dir} is the chapters folder: choose another OUTDIR so the solutions are kept.")
-    sources = sorted(chapters.glob("*.ipynb"))
-    if not sources:
-        raise FileNotFoundError(f"no notebooks in {chapters}")
+    files = learner_files(chapters)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for path in sources:
-        notebook = strip_solutions(json.loads(path.read_text(encoding="utf-8")))
-        target = out_dir / path.name
-        target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    manifest_path = out_dir / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    except json.JSONDecodeError:
+        manifest = {}
+    written, kept = [], []
+    for name, data in files.items():
+        target = out_dir / name
+        if target.exists() and not force:
+            current = target.read_bytes()
+            if current == data:
+                manifest[name] = _digest(data)
+                continue
+            if manifest.get(name) != _digest(current):
+                kept.append(target)
+                continue
+        target.write_bytes(data)
+        manifest[name] = _digest(data)
         written.append(target)
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if zip_path is not None:
         zip_path = Path(zip_path)
         zip_path.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
-            for target in written:
-                zf.write(target, f"tx-book-learner-edition/{target.name}")
-    return written
+            for name, data in files.items():  # the fresh edition, whatever the folder holds
+                zf.writestr(f"tx-book-learner-edition/{name}", data)
+    return Written(written, kept)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m tx.exercises learner OUTDIR [--zip FILE]``."""
+    """``python -m tx.exercises learner OUTDIR [--zip FILE] [--force]``."""
     parser = argparse.ArgumentParser(prog="python -m tx.exercises", description="Tools for the book's exercises.")
     sub = parser.add_subparsers(dest="command", required=True)
-    learner = sub.add_parser("learner", help="write the chapters without solutions")
+    learner = sub.add_parser("learner", help="write the chapters without solutions, for Jupyter",
+                             description="Write the learner edition. Notebooks you have changed are never overwritten "
+                                         "unless you give --force.")
     learner.add_argument("out_dir", type=Path)
     learner.add_argument("--chapters", type=Path, default=CHAPTERS)
-    learner.add_argument("--zip", type=Path, dest="zip_path", help="also write a zip of the notebooks here")
+    learner.add_argument("--zip", type=Path, dest="zip_path", help="also write a zip of the edition here")
+    learner.add_argument("--force", action="store_true", help="overwrite notebooks even if they were changed (your answers are lost)")
     args = parser.parse_args(argv)
-    written = write_learner_edition(args.out_dir, args.chapters, args.zip_path)
-    print(f"wrote {len(written)} learner notebooks to {args.out_dir}" + (f" and {args.zip_path}" if args.zip_path else ""))
+    try:
+        written, kept = write_learner_edition(args.out_dir, args.chapters, args.zip_path, force=args.force)
+    except (ValueError, FileNotFoundError) as error:
+        parser.exit(2, f"python -m tx.exercises learner: {error}\n")
+    print(f"wrote {len(written)} files of the learner edition to {args.out_dir}"
+          + (f" and {args.zip_path}" if args.zip_path else ""))
+    if kept:
+        print(f"kept {len(kept)} files that were changed after they were written, so your work is safe: "
+              + ", ".join(p.name for p in kept) + ". To replace them with the current edition, move them "
+              "away or run again with --force.", file=sys.stderr)
