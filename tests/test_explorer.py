@@ -187,3 +187,11 @@ def test_the_live_widget_has_one_control_per_value_kind():
     assert type(tau).__name__ == "FloatLogSlider" and tau.value == pytest.approx(1.0)
     fixed = Grid([4, 16, 64], value=16).widget("d")
     assert type(fixed).__name__ == "SelectionSlider" and fixed.value == 16
+
+
+def test_alt_names_a_choice_by_its_label_and_a_grid_by_its_number():
+    ex = explore(lambda head, tau: plt.figure(figsize=(1, 1)), alt="{head} at temperature {tau:.1f}",
+                 head=Choice([("all heads", "all"), ("head 1", 0)]), tau=Grid([0.5, 2.0]))
+    assert ex.describe({"head": 0, "tau": 2.0}) == "head 1 at temperature 2.0"
+    plain = explore(lambda head: plt.figure(figsize=(1, 1)), head=Choice([("all heads", "all"), ("head 1", 0)]))
+    assert plain.describe({"head": "all"}) == "head all heads"

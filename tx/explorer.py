@@ -221,12 +221,19 @@ class Explorer:
         return "-".join(str(_index(c, values[name], type(c).__name__)) for name, c in self.controls.items())
 
     def describe(self, values: dict[str, Any]) -> str:
-        """The alt text of a state: the explorer's ``alt`` template filled in, or label = value."""
+        """The alt text of a state: the ``alt`` template filled in, or each control's label and value.
+
+        In the template a Choice stands for its option's label ("head 1", not 0) and a Grid
+        for its number, so ``{tau:.2f}`` works.
+        """
+        filled = {
+            name: c.options[_index(c, values[name], "Choice")][0] if isinstance(c, Choice) else values[name]
+            for name, c in self.controls.items()
+        }
         if self.alt is not None:
-            return self.alt.format(**values)
+            return self.alt.format(**filled)
         labels = self.labels()
-        shown = {name: dict((v, l) for l, v in c.options).get(values[name]) for name, c in self.controls.items()}
-        return ", ".join(f"{labels[name]} {shown[name]}" for name in self.controls)
+        return ", ".join(f"{labels[name]} {filled[name]}" for name in self.controls)
 
     def render(self, **values: Any) -> Frame:
         """Draw one state off screen: its PNG, the text draw printed, its alt text."""
@@ -337,7 +344,7 @@ def explore(draw: Callable[..., Any], *, alt: str | None = None, max_states: int
             dpi: int = DPI, **controls: Control) -> Explorer:
     """An explorer of ``draw(**values)`` over the given controls, shown by displaying it.
 
-    ``alt`` is a template for each frame's alt text, filled with the state's values, e.g.
-    ``"attention of {french!r}"``.
+    ``alt`` is a template for each frame's alt text, filled with the state's values (a Choice's
+    option label, a Grid's number), e.g. ``"attention of {french!r}"``.
     """
     return Explorer(draw, controls, alt=alt, max_states=max_states, dpi=dpi)
