@@ -195,3 +195,18 @@ def test_alt_names_a_choice_by_its_label_and_a_grid_by_its_number():
     assert ex.describe({"head": 0, "tau": 2.0}) == "head 1 at temperature 2.0"
     plain = explore(lambda head: plt.figure(figsize=(1, 1)), head=Choice([("all heads", "all"), ("head 1", 0)]))
     assert plain.describe({"head": "all"}) == "head all heads"
+
+
+def test_the_live_widget_redraws_when_a_control_moves():
+    calls = []
+
+    def draw(n, word):
+        calls.append((n, word))
+        return plt.figure(figsize=(1, 1))
+
+    box = explore(draw, n=Grid([1, 2, 3], free=(1, 9, 1)), word=Choice(["a", "b"])).widget()
+    slider, menu = box.children[0].children
+    slider.value = 7  # a value off the page's grid: the notebook's slider is free
+    menu.value = "b"
+    assert calls == [(1, "a"), (7, "a"), (7, "b")]
+    assert not plt.get_fignums(), "the live view closes the figures it shows"
