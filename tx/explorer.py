@@ -169,6 +169,7 @@ def _png(fig, dpi: int) -> bytes:
 
 
 _SLUG = re.compile(r"[^a-z0-9]+")
+_SERIAL = itertools.count(1)
 
 
 class Explorer:
@@ -270,7 +271,7 @@ class Explorer:
 
     def to_html(self) -> str:
         """The static explorer: native controls, one frame per state, the first one shown."""
-        uid = f"tx-explorer-{self.slug}"
+        uid = f"tx-explorer-{self.slug}-{next(_SERIAL)}"  # unique on a page with two explorers
         frames = self.frames()
         controls = []
         for name, control in self.controls.items():
