@@ -65,8 +65,10 @@ def _shown(page, root) -> dict:
 
 
 @pytest.fixture(scope="module")
-def pages(browser, site):
-    """Each chapter opened once in its own context (the tests change its explorers)."""
+def pages(browser, site, visits):
+    """Each chapter opened once in its own context (the tests change its explorers).
+
+    After `visits`, which starts by emptying the screenshot folder these tests write to."""
     opened = {}
 
     def page(docname):
@@ -147,7 +149,7 @@ def test_explorers_work_from_the_keyboard(pages, docname):
 
 
 @pytest.mark.parametrize("docname", CHAPTERS)
-def test_explorers_fit_a_phone(browser, site, docname):
+def test_explorers_fit_a_phone(pages, browser, site, docname):
     visit = open_page(browser, site, f"{docname}.html", settle=False)
     try:
         page = visit.page
