@@ -11,6 +11,12 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
   has hundreds of ``.js`` files. Paths added here are copied to ``_static/`` and nothing
   more; ``mathjax_path`` and ``nb_ipywidgets_js`` in ``_config.yml`` name the files pages
   load.
+* Makes the explorers (``tx/explorer.py``) work on the page: the build's kernel gets
+  ``TX_EXPLORER_STATIC=1``, so an explorer gives only its precomputed ``text/html`` form, and
+  every page loads ``static/tx-explorer.js`` (a few lines that switch frames) and
+  ``static/tx-book.css`` (the controls' layout, and code cells that wrap long lines). The first
+  frame of an explorer gets its cell's ``mystnb.image.alt`` as well as the name of its state.
+* Gives the site a favicon (``extra/favicon.ico``, also served as ``/favicon.ico``).
 * Gives every page ``<meta name="description">`` and Open Graph tags (``og:title``,
   ``og:description``, ``og:type``, ``og:site_name``, and ``og:url`` when ``html.baseurl``
   is set) for link previews. The description is the page's first paragraph, shortened.
@@ -22,6 +28,7 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 from __future__ import annotations
 
 import html
+import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -48,6 +55,14 @@ def add_static_paths(app: Sphinx, config) -> None:
     for path in (str(vendor), str(HERE / "static")):
         if path not in config.html_static_path:
             config.html_static_path.append(path)
+    # The site's favicon: <link rel="icon"> on every page, and /favicon.ico for browsers
+    # that ask for it anyway.
+    config.html_favicon = str(HERE / "extra" / "favicon.ico")
+    if str(HERE / "extra") not in config.html_extra_path:
+        config.html_extra_path.append(str(HERE / "extra"))
+    # Explorers: the kernels that execute the chapters inherit this, and give only their
+    # static text/html form (tx/explorer.py); no widget, no widget state on the page.
+    os.environ["TX_EXPLORER_STATIC"] = "1"
     # Each notebook page's download button (.ipynb); the theme's default, made explicit.
     config.html_theme_options["use_download_button"] = True
     # Light or dark as the reader's system prefers. Without a default the theme starts
@@ -72,6 +87,28 @@ def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
 
 
 WIDGET_VIEW_TAG = '<script type="application/vnd.jupyter.widget-view+json">'
+EXPLORER_FIRST_ALT = re.compile(r'(<div class="tx-explorer-frame" data-state="[^"]*"><img [^>]*?alt=")([^"]*)(")')
+
+
+def explorer_alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Give an explorer's first frame its cell's mystnb.image.alt, after the state's name.
+
+    The first frame is what a reader without JavaScript sees; the cell's alt text describes
+    it in words, as it does for any other figure.
+    """
+    for cell in doctree.findall(nodes.container):
+        if cell.get("nb_element") != "cell_code":
+            continue
+        alt = ((cell.get("cell_metadata") or {}).get("mystnb") or {}).get("image", {}).get("alt")
+        if not alt:
+            continue
+        for raw in cell.findall(nodes.raw):
+            text = raw.astext()
+            if "tx-explorer-frame" in text:
+                tagged = EXPLORER_FIRST_ALT.sub(
+                    lambda m: m.group(1) + m.group(2) + ". " + html.escape(alt) + m.group(3), text, count=1
+                )
+                raw.children = [nodes.Text(tagged)]
 
 
 def widget_alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -232,5 +269,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", add_base_href)
     app.connect("html-page-context", dedupe_scripts, priority=900)  # after the others
     app.connect("doctree-resolved", widget_alt_text)
+    app.connect("doctree-resolved", explorer_alt_text)
+    app.add_js_file("tx-explorer.js", loading_method="defer")
+    app.add_css_file("tx-book.css")
     app.connect("html-collect-pages", add_404_page)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 
@@ -12,6 +13,17 @@ from notebook_tools import CHAPTERS, ROOT, load, role, source, tags, toc_chapter
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
 ALLOWED_IMPORTS = {"tx", "torch", "numpy", "matplotlib", "ipywidgets", "IPython"} | set(sys.stdlib_module_names)
 EXERCISE_PARTS = ["exercise", "stub", "solution-start", "solution", "solution-end", "check"]
+
+
+def _ends_with_explore(code: str) -> bool:
+    """The cell's last statement is tx.explorer.explore(...), so the cell shows the explorer."""
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:
+        return False
+    last = body[-1] if body else None
+    return (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+            and ast.unparse(last.value.func) == "tx.explorer.explore")
 
 
 def ids(paths):
@@ -34,6 +46,22 @@ class TestChapter:
 
     def test_kernel_is_python3(self, path):
         assert load(path)["metadata"]["kernelspec"]["name"] == "python3"
+
+    def test_explorers_use_tx_explorer(self, path):
+        """At least one explorer, made with tx.explorer (live in Jupyter, working on the website)."""
+        code_cells = [c for c in load(path)["cells"] if c["cell_type"] == "code"]
+        for cell in code_cells:
+            assert not re.search(r"\bwidgets\.|^\s*(import|from)\s+ipywidgets", source(cell), re.M), (
+                "a hand-wired ipywidget does nothing on the website: make the explorer with "
+                f"tx.explorer.explore(draw, name=tx.explorer.Choice([...])), see chapters/README.md:\n{source(cell)}"
+            )
+        explorers = [c for c in code_cells if _ends_with_explore(source(c))]
+        assert explorers, "no explorer: end a cell with tx.explorer.explore(draw, ...) (chapters/README.md)"
+        for cell in explorers:
+            mystnb = cell["metadata"].get("mystnb", {})
+            assert mystnb.get("figure", {}).get("caption") and mystnb.get("image", {}).get("alt"), (
+                "an explorer's cell needs a caption and alt text in its metadata (mystnb.figure, mystnb.image)"
+            )
 
     def test_seeded_and_imports_only_the_books_packages(self, path):
         code = "\n".join(source(c) for c in load(path)["cells"] if c["cell_type"] == "code")

@@ -45,3 +45,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tx' has no attribute {name!r}")
+
+# Explorers (tx/explorer.py): figures with controls, live in Jupyter and precomputed on the website.
+__all__ += ["explorer"]
+_LAZY.add("explorer")

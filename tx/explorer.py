@@ -1,0 +1,351 @@
+"""Explorers: a figure with controls that works live in Jupyter and, precomputed, on the website.
+
+``explore(draw, french=Choice([...]), d_k=Grid([...]))`` returns an :class:`Explorer`. When a
+notebook shows it, it gives one display bundle with two forms of the same explorer:
+
+* ``application/vnd.jupyter.widget-view+json``: live ipywidgets (a dropdown per
+  :class:`Choice`, a slider per :class:`Grid`) that call ``draw`` again at each change. A
+  ``Grid`` with ``free=(lo, hi, step)`` offers every value in that range in the notebook.
+* ``text/html``: every state the page can show (each combination of the controls' values),
+  drawn once by the same ``draw`` and stored as a PNG, with native ``<select>`` and
+  ``<input type="range">`` controls. ``_ext/static/tx-explorer.js`` (shipped with the website)
+  shows the frame of the chosen state; text that ``draw`` printed belongs to its state and
+  switches with the figure.
+
+Jupyter prefers the widget view; the book's HTML build prefers ``text/html``
+(``nb_mime_priority_overrides`` in ``_config.yml``). The build also sets
+``TX_EXPLORER_STATIC=1`` (``_ext/book_site.py``), so its kernel creates no widgets at all and the
+pages carry no widget state. ``draw(**values)`` takes one keyword per control and returns a
+matplotlib Figure; an explorer with more than ``max_states`` states is an error, so a page stays
+light: narrow the grid.
+
+Axis legend: none; an explorer works on whatever ``draw`` draws.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import html
+import io
+import itertools
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Choice", "Grid", "Explorer", "Frame", "ExplorerError", "explore", "MAX_STATES"]
+
+MAX_STATES = 64  # frames one explorer may put on a page (each a PNG of ~5-40 kB)
+DPI = 80  # frames are shown at most 700 px wide: 80 dpi keeps a 7-inch figure sharp there
+STATIC_ENV = "TX_EXPLORER_STATIC"  # set by the book build: no widgets, only the text/html form
+
+
+class ExplorerError(ValueError):
+    """An explorer that cannot be built as asked (too many states, a bad value or draw)."""
+
+
+def _options(options: Sequence[Any]) -> list[tuple[str, Any]]:
+    """(label, value) pairs from values or from (label, value) pairs."""
+    pairs = []
+    for option in options:
+        if isinstance(option, tuple) and len(option) == 2 and isinstance(option[0], str):
+            pairs.append(option)
+        else:
+            pairs.append((str(option), option))
+    return pairs
+
+
+@dataclass(init=False)
+class Choice:
+    """A control that picks one of a few values: a dropdown in Jupyter, a <select> on the page.
+
+    ``options`` are values, or ``(label, value)`` pairs; ``value`` is the first state shown
+    (the first option by default); ``label`` names the control (the keyword by default).
+    """
+
+    options: list[tuple[str, Any]]
+    value: Any
+    label: str | None
+
+    def __init__(self, options: Sequence[Any], value: Any = None, label: str | None = None):
+        self.options = _options(options)
+        if not self.options:
+            raise ExplorerError("Choice needs at least one option.")
+        self.value = self.options[0][1] if value is None else value
+        self.label = label
+        _index(self, self.value, "Choice")
+
+    def widget(self, description: str):
+        import ipywidgets as widgets
+
+        return widgets.Dropdown(options=self.options, value=self.value, description=description,
+                                style={"description_width": "initial"})
+
+
+@dataclass(init=False)
+class Grid:
+    """A slider over numbers: on the page it snaps to ``values``, the states the page offers.
+
+    In Jupyter the slider moves over ``values`` too, unless ``free=(lo, hi, step)`` asks for a
+    slider over every value of that range (``log=True``: a log-scale slider from lo to hi, with
+    step in powers of ten). ``fmt`` formats a value for its label, e.g. ``"{:.2f}"``.
+    """
+
+    options: list[tuple[str, Any]]
+    value: Any
+    label: str | None
+    free: tuple[float, float, float] | None
+    log: bool
+
+    def __init__(self, values: Sequence[float], value: float | None = None, label: str | None = None,
+                 free: tuple[float, float, float] | None = None, log: bool = False, fmt: str = "{}"):
+        if not values:
+            raise ExplorerError("Grid needs at least one value.")
+        if list(values) != sorted(values):
+            raise ExplorerError(f"Grid values must be in increasing order, got {list(values)}.")
+        self.options = [(fmt.format(v), v) for v in values]
+        self.value = values[0] if value is None else value
+        self.label, self.free, self.log = label, free, log
+        _index(self, self.value, "Grid")
+
+    def widget(self, description: str):
+        import ipywidgets as widgets
+
+        style = {"description_width": "initial"}
+        if self.free is None:
+            return widgets.SelectionSlider(options=self.options, value=self.value,
+                                           description=description, style=style)
+        lo, hi, step = self.free
+        if self.log:
+            import math
+
+            return widgets.FloatLogSlider(value=self.value, base=10, min=math.log10(lo), max=math.log10(hi),
+                                          step=step, description=description, style=style)
+        if all(isinstance(x, int) for x in (lo, hi, step, self.value)):
+            return widgets.IntSlider(value=self.value, min=lo, max=hi, step=step,
+                                     description=description, style=style)
+        return widgets.FloatSlider(value=self.value, min=lo, max=hi, step=step,
+                                   description=description, style=style)
+
+
+Control = Choice | Grid
+
+
+def _index(control: Control, value: Any, kind: str) -> int:
+    for i, (_, v) in enumerate(control.options):
+        if v == value:
+            return i
+    raise ExplorerError(
+        f"{kind} value {value!r} is not one of its options {[v for _, v in control.options]}: "
+        "give a value from the list, or add it to the list."
+    )
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One state of an explorer as the page stores it: the figure as PNG, its printed text, its alt."""
+
+    key: str  # the index of each control's value, joined by "-": "2-0"
+    values: dict
+    png: bytes
+    text: str
+    alt: str
+
+
+def _png(fig, dpi: int) -> bytes:
+    """The figure as a PNG of at most 256 colours: plots are flat colours and antialiased
+    edges, so this looks the same and is about a third of the size of a full-colour PNG."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    small = io.BytesIO()
+    image.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(small, format="PNG")
+    return small.getvalue()
+
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+_SERIAL = itertools.count(1)
+
+
+class Explorer:
+    """``draw`` with its controls; shown in a notebook, it is a live widget and a static page."""
+
+    def __init__(self, draw: Callable[..., Any], controls: dict[str, Control], *, alt: str | None = None,
+                 max_states: int = MAX_STATES, dpi: int = DPI):
+        if not callable(draw):
+            raise ExplorerError(f"explore needs a function that draws a figure, got {draw!r}.")
+        if not controls:
+            raise ExplorerError("explore needs at least one control, e.g. word=Choice(['a', 'b']).")
+        for name, control in controls.items():
+            if not isinstance(control, (Choice, Grid)):
+                raise ExplorerError(
+                    f"control {name}={control!r} is not a Choice or a Grid: write "
+                    f"{name}=Choice([...]) for a menu or {name}=Grid([...]) for a slider."
+                )
+        self.draw, self.controls, self.dpi = draw, dict(controls), dpi
+        self.alt = alt
+        n = self.n_states
+        if n > max_states:
+            sizes = " x ".join(f"{len(c.options)} {name}" for name, c in self.controls.items())
+            raise ExplorerError(
+                f"this explorer has {n} states ({sizes}), more than the {max_states} a page may hold: "
+                "give its controls fewer values (a coarser Grid, fewer Choice options)."
+            )
+        self.slug = _SLUG.sub("-", getattr(draw, "__name__", "explorer").lower()).strip("-") or "explorer"
+
+    @property
+    def n_states(self) -> int:
+        """How many frames the page stores: the product of the controls' option counts."""
+        n = 1
+        for control in self.controls.values():
+            n *= len(control.options)
+        return n
+
+    def labels(self) -> dict[str, str]:
+        """Each control's visible label."""
+        return {name: c.label or name.replace("_", " ") for name, c in self.controls.items()}
+
+    def first(self) -> dict[str, Any]:
+        """The values of the first state: what a reader without JavaScript sees."""
+        return {name: c.value for name, c in self.controls.items()}
+
+    def key(self, **values: Any) -> str:
+        """The frame key of a state: each control's option index, joined by "-"."""
+        missing = set(self.controls) - set(values)
+        if missing or set(values) - set(self.controls):
+            raise ExplorerError(f"give a value for exactly the controls {list(self.controls)}, got {list(values)}.")
+        return "-".join(str(_index(c, values[name], type(c).__name__)) for name, c in self.controls.items())
+
+    def describe(self, values: dict[str, Any]) -> str:
+        """The alt text of a state: the ``alt`` template filled in, or each control's label and value.
+
+        In the template a Choice stands for its option's label ("head 1", not 0) and a Grid
+        for its number, so ``{tau:.2f}`` works.
+        """
+        filled = {
+            name: c.options[_index(c, values[name], "Choice")][0] if isinstance(c, Choice) else values[name]
+            for name, c in self.controls.items()
+        }
+        if self.alt is not None:
+            return self.alt.format(**filled)
+        labels = self.labels()
+        return ", ".join(f"{labels[name]} {filled[name]}" for name in self.controls)
+
+    def render(self, **values: Any) -> Frame:
+        """Draw one state off screen: its PNG, the text draw printed, its alt text."""
+        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
+
+        key = self.key(**values)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            fig = self.draw(**values)
+        if hasattr(fig, "figure") and not isinstance(fig, Figure):  # an Axes: its figure
+            fig = fig.figure
+        if not isinstance(fig, Figure):
+            raise ExplorerError(
+                f"{self.slug}({values}) returned {type(fig).__name__}, not a matplotlib Figure: "
+                "end draw with `return fig` (not plt.show())."
+            )
+        try:
+            png = _png(fig, self.dpi)
+        finally:
+            plt.close(fig)
+        return Frame(key=key, values=dict(values), png=png, text=printed.getvalue(), alt=self.describe(values))
+
+    def frames(self) -> list[Frame]:
+        """Every state, first state first, then in the order of the controls' options."""
+        names = list(self.controls)
+        combos = itertools.product(*(self.controls[n].options for n in names))
+        states = [dict(zip(names, (v for _, v in combo))) for combo in combos]
+        first = self.first()
+        states.sort(key=lambda s: s != first)
+        return [self.render(**s) for s in states]
+
+    # ------------------------------------------------------------------ the page's form
+
+    def to_html(self) -> str:
+        """The static explorer: native controls, one frame per state, the first one shown."""
+        uid = f"tx-explorer-{self.slug}-{next(_SERIAL)}"  # unique on a page with two explorers
+        frames = self.frames()
+        controls = []
+        for name, control in self.controls.items():
+            cid = f"{uid}-{_SLUG.sub('-', name.lower())}"
+            label = html.escape(self.labels()[name])
+            index = _index(control, control.value, type(control).__name__)
+            if isinstance(control, Choice):
+                options = "".join(
+                    f'<option value="{i}"{" selected" if i == index else ""}>{html.escape(l)}</option>'
+                    for i, (l, _) in enumerate(control.options)
+                )
+                field = f'<select id="{cid}" data-control="{html.escape(name)}">{options}</select>'
+            else:
+                labels = html.escape(json.dumps([l for l, _ in control.options]))
+                field = (
+                    f'<input type="range" id="{cid}" data-control="{html.escape(name)}" min="0" '
+                    f'max="{len(control.options) - 1}" step="1" value="{index}" data-labels="{labels}" '
+                    f'aria-valuetext="{html.escape(control.options[index][0])}">'
+                    f'<output for="{cid}">{html.escape(control.options[index][0])}</output>'
+                )
+            controls.append(f'<label for="{cid}">{label}</label>{field}')
+        parts = [
+            f'<div class="tx-explorer" id="{uid}" data-states="{len(frames)}">',
+            # Hidden until tx-explorer.js runs: without JavaScript the reader sees the first
+            # state as a plain figure, and no control that would do nothing.
+            '<div class="tx-explorer-controls" hidden>'
+            + "".join(f'<span class="tx-explorer-control">{c}</span>' for c in controls) + "</div>",
+        ]
+        for i, frame in enumerate(frames):
+            data = base64.b64encode(frame.png).decode("ascii")
+            text = f'<pre class="tx-explorer-text">{html.escape(frame.text)}</pre>' if frame.text else ""
+            parts.append(
+                f'<div class="tx-explorer-frame" data-state="{frame.key}"{" hidden" if i else ""}>'
+                f'<img src="data:image/png;base64,{data}" alt="{html.escape(frame.alt)}">{text}</div>'
+            )
+        parts.append("</div>")
+        return "\n".join(parts)
+
+    # ------------------------------------------------------------------ the notebook's form
+
+    def widget(self):
+        """Live ipywidgets: the controls above an Output that ``draw`` redraws at each change."""
+        import ipywidgets as widgets
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        boxes = {name: c.widget(self.labels()[name]) for name, c in self.controls.items()}
+
+        def show(**values):
+            fig = self.draw(**values)
+            fig = getattr(fig, "figure", fig)
+            display(fig)
+            plt.close(fig)
+
+        out = widgets.interactive_output(show, boxes)
+        return widgets.VBox([widgets.HBox(list(boxes.values())), out])
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        labels = self.labels()
+        data = {
+            "text/plain": f"Explorer({self.slug}: {', '.join(labels.values())}; {self.n_states} states)",
+            "text/html": self.to_html(),
+        }
+        if os.environ.get(STATIC_ENV) != "1":
+            view = self.widget()._repr_mimebundle_()
+            data["application/vnd.jupyter.widget-view+json"] = view["application/vnd.jupyter.widget-view+json"]
+        return data
+
+
+def explore(draw: Callable[..., Any], *, alt: str | None = None, max_states: int = MAX_STATES,
+            dpi: int = DPI, **controls: Control) -> Explorer:
+    """An explorer of ``draw(**values)`` over the given controls, shown by displaying it.
+
+    ``alt`` is a template for each frame's alt text, filled with the state's values (a Choice's
+    option label, a Grid's number), e.g. ``"attention of {french!r}"``.
+    """
+    return Explorer(draw, controls, alt=alt, max_states=max_states, dpi=dpi)
