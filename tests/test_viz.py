@@ -383,8 +383,8 @@ def test_positional_encoding_heatmap_ticks_whole_positions():
 def test_book_style_is_applied_on_import():
     plt.rcParams["figure.dpi"] = 72  # as another library might leave it
     viz.use_book_style()
-    assert plt.rcParams["figure.dpi"] == viz.DPI == 100
-    assert viz.COLUMN_WIDTH * viz.DPI == 700  # the text column at 1280 px
+    assert plt.rcParams["figure.dpi"] == viz.DPI == 96
+    assert viz.COLUMN_WIDTH * viz.DPI == 672  # a figure's room in the text column at 1280 px
     for key in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize", "font.size"):
         assert float(plt.rcParams[key]) >= viz.MIN_FONT_PT, key
 

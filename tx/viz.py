@@ -18,10 +18,10 @@ probabilities, ``RdBu`` on a range symmetric about 0 for signed values.
 
 The size rule, the same for every figure of the book (chapters/README.md states it for authors):
 
-* at most ``COLUMN_WIDTH`` = 7 inches wide, drawn at ``DPI`` = 100, so at most 700 px: the
-  text column of a page read at 1280 px, where the figure is then shown at its own size,
-  never shrunk;
-* no text smaller than ``MIN_FONT_PT`` = 9 pt (12.5 px at 100 dpi);
+* at most ``COLUMN_WIDTH`` = 7 inches wide, drawn at ``DPI`` = 96, so at most 672 px: the
+  width of a figure in the text column of a page read at 1280 px, where the figure is then
+  shown at its own size, never shrunk;
+* no text smaller than ``MIN_FONT_PT`` = 9 pt (12 px at 96 dpi);
 * several panels as a grid of rows (``subplots`` and ``grid_shape``), not as a wide strip;
 * a colour bar wherever colour encodes a value, and one shared colour scale where the text
   compares panels.
@@ -71,9 +71,9 @@ __all__ = [
 ATTENTION_CMAP = "viridis"
 SIGNED_CMAP = "RdBu"
 
-COLUMN_WIDTH = 7.0  # inches: 700 px at DPI, the text column of a page read at 1280 px
-DPI = 100  # dots per inch of every figure, in the notebook and on the website
-MIN_FONT_PT = 9.0  # the smallest text a figure may hold (12.5 px at DPI)
+COLUMN_WIDTH = 7.0  # inches: 672 px at DPI, a figure's room in the text column at 1280 px
+DPI = 96  # dots per inch of every figure, in the notebook and on the website (CSS's own 96)
+MIN_FONT_PT = 9.0  # the smallest text a figure may hold (12 px at DPI)
 
 # matplotlib defaults for the book: sizes in points, none below MIN_FONT_PT.
 BOOK_STYLE: dict[str, Any] = {
