@@ -524,3 +524,19 @@ def test_figures_are_not_shrunk(visits, docname):
     shrunk = [s for s in sizes if s["visible"] and s["natural"] and s["shown"] < 0.9 * s["natural"]]
     assert not shrunk, "figures shown below 90% of their size: " + "; ".join(
         f"{s['id'] or s['src']} {s['shown']:.0f} of {s['natural']} px" for s in shrunk)
+
+
+def test_api_page_documents_every_public_module(visits):
+    """Every module of tx (the chapter checkers tx.exercises.chNN aside) with its full name."""
+    from sitekit import BOOK
+
+    modules = {f"tx.{p.stem}" for p in (BOOK / "tx").glob("*.py") if not p.stem.startswith("_")}
+    modules |= {"tx.exercises", "tx.exercises.learner"}
+    page = visits("api").page
+    ids = set(page.evaluate("() => [...document.querySelectorAll('[id^=\"module-\"]')].map(e => e.id)"))
+    missing = sorted(m for m in modules if f"module-{m}" not in ids)
+    assert not missing, f"modules missing from the API page: {missing}"
+    assert page.locator("[id='tx.device']").count() == 1, "tx.device is not documented"
+    # Objects carry their module: tx.attention.attention, not a bare attention.
+    names = page.evaluate("() => [...document.querySelectorAll('dt.sig-object')].map(d => d.id)")
+    assert names and all(n.startswith("tx.") for n in names if n), names[:5]
