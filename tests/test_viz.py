@@ -475,3 +475,13 @@ def test_attention_grid_wraps_heads_into_rows_that_fit():
     cols = {round(ax.get_position().x0, 3) for ax in live}
     assert 1 < len(cols) < 8  # wrapped: fewer columns than heads, more than one
     assert fig.get_figwidth() <= viz.COLUMN_WIDTH
+
+
+def test_show_source_of_a_method_starts_at_the_left_margin():
+    from tx.multi_head import MultiHeadAttention
+
+    code = viz.show_source(MultiHeadAttention.forward).data
+    assert code.startswith("def forward(")
+    assert "class MultiHeadAttention" not in code  # the method only, not the whole class
+    whole = viz.show_source(MultiHeadAttention).data
+    assert whole.startswith("class MultiHeadAttention") and code.strip() in whole.replace("\n    ", "\n")

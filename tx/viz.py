@@ -674,9 +674,14 @@ use_book_style()
 
 
 def show_source(obj: Any) -> Any:
-    """tx's own source code for ``obj`` as a highlighted block: a page shows the code the tests run."""
+    """tx's own source code for ``obj`` as a highlighted block: a page shows the code the tests run.
+
+    ``obj`` may be a method (``tx.MultiHeadAttention.forward``), to show only the part a chapter
+    teaches; its class indentation is removed.
+    """
     import inspect
+    import textwrap
 
     from IPython.display import Code
 
-    return Code(inspect.getsource(obj), language="python")
+    return Code(textwrap.dedent(inspect.getsource(obj)), language="python")
