@@ -485,3 +485,35 @@ def test_show_source_of_a_method_starts_at_the_left_margin():
     assert "class MultiHeadAttention" not in code  # the method only, not the whole class
     whole = viz.show_source(MultiHeadAttention).data
     assert whole.startswith("class MultiHeadAttention") and code.strip() in whole.replace("\n    ", "\n")
+
+
+# --------------------------------------------------------------------------- the chapters
+
+
+def _chapter_code():
+    import json
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).resolve().parents[1] / "chapters").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] == "code":
+                yield f"{path.name} cell {i} ({cell.get('id')})", "".join(cell["source"])
+
+
+def test_chapters_draw_no_figure_wider_than_the_column_or_text_below_9_pt():
+    """A static read of every chapter's code: figsize widths and font sizes by the rule."""
+    import re
+
+    wide, small = [], []
+    for where, code in _chapter_code():
+        for match in re.finditer(r"figsize\s*=\s*\(\s*([0-9.]+)\s*,", code):
+            if float(match.group(1)) > viz.COLUMN_WIDTH:
+                wide.append(f"{where}: {match.group(0)}...")
+        for match in re.finditer(r"fontsize\s*=\s*(\"(?:x+-)?small\"|'(?:x+-)?small'|[0-9.]+)", code):
+            value = match.group(1).strip("\"'")
+            if "small" in value or float(value) < viz.MIN_FONT_PT:
+                small.append(f"{where}: {match.group(0)}")
+    assert not wide and not small, (
+        f"figures wider than {viz.COLUMN_WIDTH} in (shrunk on the page): {wide}; "
+        f"text below {viz.MIN_FONT_PT} pt: {small}. Use tx.viz.subplots / figure_size.")
