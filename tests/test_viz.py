@@ -104,8 +104,10 @@ def test_attention_heatmap_rejects_several_heads():
 
 def test_attention_grid_one_panel_per_head_with_outer_labels_only():
     tokens = ["the", "cat", "sat"]
-    fig = viz.attention_grid(_softmax_rows(6, 3, 3), tokens, tokens, ncols=4, suptitle="Layer 1")
-    assert isinstance(fig, Figure)
+    given = plt.figure(figsize=(7, 4))  # a given figure keeps ncols as asked
+    fig = viz.attention_grid(_softmax_rows(6, 3, 3), tokens, tokens, ncols=4, suptitle="Layer 1",
+                             fig=given)
+    assert fig is given
     heads = [ax for ax in fig.axes if ax.images]
     colorbars = [ax for ax in fig.axes if not ax.images]
     assert [ax.get_title() for ax in heads] == [f"head {h}" for h in range(1, 7)]
@@ -373,3 +375,145 @@ def test_positional_encoding_heatmap_ticks_whole_positions():
     ticks = [t for t in ax.get_yticks() if 0 <= t <= 6]
     assert ticks and all(float(t).is_integer() for t in ticks)
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- the size rule
+
+
+def test_book_style_is_applied_on_import():
+    plt.rcParams["figure.dpi"] = 72  # as another library might leave it
+    viz.use_book_style()
+    assert plt.rcParams["figure.dpi"] == viz.DPI == 96
+    assert viz.COLUMN_WIDTH * viz.DPI == 672  # a figure's room in the text column at 1280 px
+    for key in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize", "font.size"):
+        assert float(plt.rcParams[key]) >= viz.MIN_FONT_PT, key
+
+
+def test_figure_size_refuses_a_figure_wider_than_the_column():
+    assert viz.figure_size(3.0) == (viz.COLUMN_WIDTH, 3.0)
+    assert viz.figure_size(2.0, width=5.0) == (5.0, 2.0)
+    with pytest.raises(ValueError, match="grid of rows"):
+        viz.figure_size(3.0, width=13.0)
+    with pytest.raises(ValueError, match="height must be positive"):
+        viz.figure_size(0.0)
+
+
+@pytest.mark.parametrize("n, min_width, expected", [
+    (1, 2.2, (1, 1)), (3, 2.2, (1, 3)), (4, 2.2, (2, 2)), (4, 3.0, (2, 2)), (5, 2.2, (2, 3)),
+    (8, 1.6, (2, 4)), (2, 4.0, (2, 1)),
+])
+def test_grid_shape_fills_rows_that_fit_the_column(n, min_width, expected):
+    rows, cols = viz.grid_shape(n, min_panel_width=min_width)
+    assert (rows, cols) == expected
+    assert rows * cols >= n and cols * min_width <= viz.COLUMN_WIDTH
+
+
+def test_grid_shape_rejects_bad_input():
+    with pytest.raises(ValueError, match="n_panels"):
+        viz.grid_shape(0)
+    with pytest.raises(ValueError, match="min_panel_width"):
+        viz.grid_shape(3, min_panel_width=9.0)
+
+
+def test_subplots_sizes_by_rows_and_refuses_figsize():
+    fig, axes = viz.subplots(2, 3, row_height=2.0)
+    assert axes.shape == (2, 3)
+    assert tuple(fig.get_size_inches()) == (viz.COLUMN_WIDTH, 4.0)
+    assert fig.get_layout_engine() is not None  # constrained: labels stay inside the figure
+    with pytest.raises(ValueError, match="figsize"):
+        viz.subplots(1, 2, figsize=(13, 2))
+    with pytest.raises(ValueError, match="column"):
+        viz.subplots(1, 4, width=10.0)
+
+
+def test_figure_problems_names_a_wide_figure_and_small_text():
+    good, ax = viz.subplots(1, 1)
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("fine")
+    assert viz.figure_problems(good) == []
+    wide, ax = plt.subplots(figsize=(13, 1.9))
+    ax.text(0.5, 0.5, "tiny", fontsize=6)
+    problems = viz.figure_problems(wide)
+    assert any("13 in wide" in p for p in problems), problems
+    assert any("'tiny' at 6 pt" in p for p in problems), problems
+
+
+def _wide_inputs():
+    torch.manual_seed(0)
+    trace = [[{"parent": None, "token": 0, "score": 0.0, "finished": False}]]
+    for t in range(1, 10):
+        trace.append([{"parent": 0, "token": t % len(VOCAB), "score": -0.5 * t,
+                       "finished": t == 9}, {"parent": 0, "token": 1, "score": -t * 1.0,
+                                              "pruned": True}])
+    return {
+        "attention_heatmap": lambda: viz.attention_heatmap(_softmax_rows(14, 20)),
+        "attention_grid": lambda: viz.attention_grid(_softmax_rows(8, 10, 10)),
+        "positional_encoding_heatmap": lambda: viz.positional_encoding_heatmap(torch.randn(50, 64)),
+        "encoding_curves": lambda: viz.encoding_curves(torch.randn(50, 16)),
+        "vector_boxes": lambda: viz.vector_boxes(torch.randn(3, 16)),
+        "loss_curves": lambda: viz.loss_curves({"step": [1, 2, 3], "train_loss": [3.0, 2.0, 1.0],
+                                                "lr": [0.1, 0.2, 0.3]}),
+        "lr_schedule": lambda: viz.lr_schedule(torch.arange(10.0), torch.arange(10.0)),
+        "probability_bars": lambda: viz.probability_bars(torch.full((20,), 0.05),
+                                                         [f"w{i}" for i in range(20)]),
+        "beam_search_tree": lambda: viz.beam_search_tree(trace, VOCAB),
+        "stack_diagram": lambda: viz.stack_diagram(6, 6),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_wide_inputs()))
+def test_every_figure_follows_the_size_rule_even_for_large_inputs(name):
+    drawn = _wide_inputs()[name]()
+    fig = drawn if isinstance(drawn, Figure) else drawn.figure
+    assert viz.figure_problems(fig) == []
+
+
+def test_attention_grid_wraps_heads_into_rows_that_fit():
+    fig = viz.attention_grid(_softmax_rows(8, 10, 10), ncols=8)
+    live = [ax for ax in fig.axes if ax.images]
+    assert len(live) == 8
+    cols = {round(ax.get_position().x0, 3) for ax in live}
+    assert 1 < len(cols) < 8  # wrapped: fewer columns than heads, more than one
+    assert fig.get_figwidth() <= viz.COLUMN_WIDTH
+
+
+def test_show_source_of_a_method_starts_at_the_left_margin():
+    from tx.multi_head import MultiHeadAttention
+
+    code = viz.show_source(MultiHeadAttention.forward).data
+    assert code.startswith("def forward(")
+    assert "class MultiHeadAttention" not in code  # the method only, not the whole class
+    whole = viz.show_source(MultiHeadAttention).data
+    assert whole.startswith("class MultiHeadAttention") and code.strip() in whole.replace("\n    ", "\n")
+
+
+# --------------------------------------------------------------------------- the chapters
+
+
+def _chapter_code():
+    import json
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).resolve().parents[1] / "chapters").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] == "code":
+                yield f"{path.name} cell {i} ({cell.get('id')})", "".join(cell["source"])
+
+
+def test_chapters_draw_no_figure_wider_than_the_column_or_text_below_9_pt():
+    """A static read of every chapter's code: figsize widths and font sizes by the rule."""
+    import re
+
+    wide, small = [], []
+    for where, code in _chapter_code():
+        for match in re.finditer(r"figsize\s*=\s*\(\s*([0-9.]+)\s*,", code):
+            if float(match.group(1)) > viz.COLUMN_WIDTH:
+                wide.append(f"{where}: {match.group(0)}...")
+        for match in re.finditer(r"fontsize\s*=\s*(\"(?:x+-)?small\"|'(?:x+-)?small'|[0-9.]+)", code):
+            value = match.group(1).strip("\"'")
+            if "small" in value or float(value) < viz.MIN_FONT_PT:
+                small.append(f"{where}: {match.group(0)}")
+    assert not wide and not small, (
+        f"figures wider than {viz.COLUMN_WIDTH} in (shrunk on the page): {wide}; "
+        f"text below {viz.MIN_FONT_PT} pt: {small}. Use tx.viz.subplots / figure_size.")

@@ -15,6 +15,20 @@ so a notebook cell shows the figure once and a test can inspect it.
 
 Colour conventions, the same in every chapter: ``viridis`` on [0, 1] for attention weights and
 probabilities, ``RdBu`` on a range symmetric about 0 for signed values.
+
+The size rule, the same for every figure of the book (chapters/README.md states it for authors):
+
+* at most ``COLUMN_WIDTH`` = 7 inches wide, drawn at ``DPI`` = 96, so at most 672 px: the
+  width of a figure in the text column of a page read at 1280 px, where the figure is then
+  shown at its own size, never shrunk;
+* no text smaller than ``MIN_FONT_PT`` = 9 pt (12 px at 96 dpi);
+* several panels as a grid of rows (``subplots`` and ``grid_shape``), not as a wide strip;
+* a colour bar wherever colour encodes a value, and one shared colour scale where the text
+  compares panels.
+
+Importing this module applies ``BOOK_STYLE`` (``use_book_style``) to matplotlib's defaults, so
+any figure a chapter draws after its first ``tx.viz`` call follows the dpi and font sizes;
+``figure_problems(fig)`` says where a figure breaks the rule.
 """
 
 from __future__ import annotations
@@ -32,6 +46,15 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyBboxPatch, Patch
 
 __all__ = [
+    "COLUMN_WIDTH",
+    "DPI",
+    "MIN_FONT_PT",
+    "BOOK_STYLE",
+    "use_book_style",
+    "figure_size",
+    "grid_shape",
+    "subplots",
+    "figure_problems",
     "show_source",
     "attention_heatmap",
     "attention_grid",
@@ -48,6 +71,106 @@ __all__ = [
 ATTENTION_CMAP = "viridis"
 SIGNED_CMAP = "RdBu"
 
+COLUMN_WIDTH = 7.0  # inches: 672 px at DPI, a figure's room in the text column at 1280 px
+DPI = 96  # dots per inch of every figure, in the notebook and on the website (CSS's own 96)
+MIN_FONT_PT = 9.0  # the smallest text a figure may hold (12 px at DPI)
+
+# matplotlib defaults for the book: sizes in points, none below MIN_FONT_PT.
+BOOK_STYLE: dict[str, Any] = {
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,  # what the notebook's inline backend and the website show
+    "figure.figsize": (COLUMN_WIDTH, 3.5),
+    "font.size": 10.0,
+    "axes.titlesize": 11.0,
+    "axes.labelsize": 10.0,
+    "xtick.labelsize": 9.0,
+    "ytick.labelsize": 9.0,
+    "legend.fontsize": 9.0,
+    "legend.title_fontsize": 9.0,
+    "figure.titlesize": 12.0,
+}
+
+
+# --------------------------------------------------------------------------- the size rule
+
+
+def use_book_style() -> None:
+    """Set matplotlib's defaults to ``BOOK_STYLE`` (done once when tx.viz is imported)."""
+    plt.rcParams.update(BOOK_STYLE)
+
+
+def figure_size(height: float, width: float = COLUMN_WIDTH) -> tuple[float, float]:
+    """(width, height) in inches for a new figure, checked against the column width."""
+    if not 0 < width <= COLUMN_WIDTH:
+        raise ValueError(f"width must be in (0, {COLUMN_WIDTH}] inches (the text column at "
+                         f"{DPI} dpi), got {width}; draw several panels as a grid of rows "
+                         f"(tx.viz.subplots) instead of a wider strip")
+    if not height > 0:
+        raise ValueError(f"height must be positive, got {height}")
+    return (float(width), float(height))
+
+
+def grid_shape(n_panels: int, min_panel_width: float = 2.2,
+               width: float = COLUMN_WIDTH) -> tuple[int, int]:
+    """(rows, columns) for ``n_panels`` panels of at least ``min_panel_width`` inches each.
+
+    As many columns as fit in ``width``, then as many rows as needed: four panels of 3 inches
+    in a 7-inch column make a 2 x 2 grid, not a strip of four.
+    """
+    if n_panels < 1:
+        raise ValueError(f"n_panels must be at least 1, got {n_panels}")
+    if not 0 < min_panel_width <= width:
+        raise ValueError(f"min_panel_width must be in (0, {width}] inches, got {min_panel_width}")
+    ncols = min(n_panels, int(width // min_panel_width))
+    nrows = math.ceil(n_panels / ncols)
+    # Balance the rows: 5 panels in 2 columns is 3 rows either way; 3 columns would leave
+    # one row of 2 and the same height, so prefer the fewest columns with that many rows.
+    while ncols > 1 and math.ceil(n_panels / (ncols - 1)) == nrows:
+        ncols -= 1
+    return nrows, ncols
+
+
+def subplots(
+    nrows: int = 1,
+    ncols: int = 1,
+    row_height: float = 2.6,
+    width: float = COLUMN_WIDTH,
+    **kwargs: Any,
+) -> tuple[Figure, Any]:
+    """``plt.subplots`` sized by the book's rule: ``width`` inches (at most the column),
+    ``row_height`` inches per row, constrained layout. Returns (figure, axes) as plt does."""
+    if nrows < 1 or ncols < 1:
+        raise ValueError(f"nrows and ncols must be at least 1, got {nrows} and {ncols}")
+    if "figsize" in kwargs:
+        raise ValueError("give width= and row_height= instead of figsize= "
+                         "(tx.viz.subplots sizes the figure by the book's rule)")
+    size = figure_size(nrows * row_height, width)
+    kwargs.setdefault("layout", "constrained")
+    return plt.subplots(nrows, ncols, figsize=size, **kwargs)
+
+
+def figure_problems(fig: Figure) -> list[str]:
+    """Where ``fig`` breaks the size rule: too wide, or text smaller than MIN_FONT_PT.
+
+    Only visible text with characters counts (tick labels, titles, legends, annotations).
+    An empty list means the figure follows the rule.
+    """
+    problems = []
+    width = fig.get_figwidth()
+    if width > COLUMN_WIDTH + 1e-9:
+        problems.append(f"figure is {width:g} in wide, more than the {COLUMN_WIDTH:g}-inch "
+                        f"column: it would be shrunk on the page")
+    if fig.dpi != DPI:
+        problems.append(f"figure has dpi {fig.dpi:g}, not {DPI}")
+    fig.canvas.draw()  # tick labels exist only once drawn
+    small = set()
+    for text in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text")):
+        if text.get_visible() and str(text.get_text()).strip() and text.get_fontsize() < MIN_FONT_PT:
+            small.add(f"{text.get_text()!r} at {text.get_fontsize():g} pt")
+    if small:
+        problems.append(f"text below {MIN_FONT_PT:g} pt: " + ", ".join(sorted(small)[:8]))
+    return problems
+
 
 # --------------------------------------------------------------------------- helpers
 
@@ -61,10 +184,12 @@ def _to_numpy(x: Any) -> np.ndarray:
 
 
 def _new_ax(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
-    """Return ``ax``, or the Axes of a new constrained-layout figure of the given size."""
+    """Return ``ax``, or the Axes of a new constrained-layout figure of the given size,
+    narrowed to the column width if it asks for more."""
     if ax is not None:
         return ax
-    _, new = plt.subplots(figsize=figsize, layout="constrained")
+    width, height = figsize
+    _, new = plt.subplots(figsize=(min(width, COLUMN_WIDTH), height), layout="constrained")
     return new
 
 
@@ -151,7 +276,11 @@ def attention_grid(
     fig: Figure | None = None,
     suptitle: str | None = None,
 ) -> Figure:
-    """One heatmap per head of weights [H, Tq, Tk] (or [Tq, Tk]), sharing one [0, 1] colour bar."""
+    """One heatmap per head of weights [H, Tq, Tk] (or [Tq, Tk]), sharing one [0, 1] colour bar.
+
+    ``ncols`` is the most columns; on a new figure there are fewer when that many panels would
+    not fit the column width, and the heads wrap onto more rows.
+    """
     w = _to_numpy(weights)
     if w.ndim == 2:
         w = w[None]  # (1, Tq, Tk)
@@ -164,11 +293,15 @@ def attention_grid(
         raise ValueError(f"titles has {len(titles)} entries but weights have {n_heads} heads")
     if ncols < 1:
         raise ValueError(f"ncols must be at least 1, got {ncols}")
+    cell = 0.18 * max(n_q, n_k) + 0.9  # inches a panel needs: a 9-pt label per row, ticks
     ncols = min(ncols, n_heads)
+    if fig is None:
+        # No more columns than fit the text column: more heads make more rows, not a strip.
+        ncols = max(1, min(ncols, int((COLUMN_WIDTH - 1.2) // cell)))
     nrows = math.ceil(n_heads / ncols)
     if fig is None:
-        cell = 0.25 * max(n_q, n_k) + 1.0
-        fig = plt.figure(figsize=(ncols * cell + 1.2, nrows * cell + 0.6), layout="constrained")
+        width = min(COLUMN_WIDTH, ncols * cell + 1.2)
+        fig = plt.figure(figsize=(width, nrows * cell + 0.6), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     im, live = None, []
     for h, ax in enumerate(axes.flat):
@@ -207,7 +340,7 @@ def positional_encoding_heatmap(
         raise ValueError(f"pe must be [positions, d_model], got shape {tuple(table.shape)}")
     if max_dims is not None:
         table = table[:, :max_dims]  # (P, min(D, max_dims))
-    ax = _new_ax(ax, (8.0, 4.5))
+    ax = _new_ax(ax, (COLUMN_WIDTH, 4.0))
     # aspect="auto": tables are often 100 x 512, which at equal aspect is a thin sliver.
     im = ax.imshow(table, cmap=SIGNED_CMAP, vmin=-1.0, vmax=1.0, aspect="auto",
                    interpolation="nearest")
@@ -231,7 +364,7 @@ def encoding_curves(
     bad = [d for d in dims if not 0 <= d < table.shape[1]]
     if bad:
         raise ValueError(f"dims {bad} out of range for d_model = {table.shape[1]}")
-    ax = _new_ax(ax, (8.0, 3.5))
+    ax = _new_ax(ax, (COLUMN_WIDTH, 3.5))
     positions = np.arange(table.shape[0])
     for d in dims:
         ax.plot(positions, table[:, d], label=f"dim {d}")
@@ -240,7 +373,7 @@ def encoding_curves(
     ax.set_ylim(-1.1, 1.1)
     ax.set_title("Positional encoding, a few dimensions")
     # Outside the plot: sinusoids fill the whole box, so any inside corner would hide a curve.
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
 
@@ -343,7 +476,7 @@ def loss_curves(
         lr_handles, lr_labels = lr_ax.get_legend_handles_labels()
         handles, labels = handles + lr_handles, labels + lr_labels
     # One legend for both y axes, on the main Axes so callers find it where they expect.
-    ax.legend(handles, labels, loc="upper right", fontsize="small")
+    ax.legend(handles, labels, loc="upper right")
     return ax
 
 
@@ -414,7 +547,7 @@ def probability_bars(
                        rotation=45 if len(order) > 8 else 0,
                        ha="right" if len(order) > 8 else "center")
     if len(order) <= 12:  # values above bars are legible only for a handful of words
-        ax.bar_label(bars, fmt="%.2f", fontsize=8, padding=2)
+        ax.bar_label(bars, fmt="%.2f", fontsize=MIN_FONT_PT, padding=2)
     ax.set_ylim(0.0, 1.0)
     ax.set_ylabel("probability")
     if title is not None:
@@ -469,7 +602,7 @@ def beam_search_tree(
     ax.legend(handles=[Patch(facecolor="white", edgecolor="tab:green", linewidth=2,
                              label="finished (<eos>)"),
                        Line2D([], [], color="0.75", linestyle=":", label="pruned")],
-              loc="lower left", fontsize="small", frameon=False, bbox_to_anchor=(0.0, 1.0),
+              loc="lower left", frameon=False, bbox_to_anchor=(0.0, 1.0),
               ncols=2)
     ax.set_title(title, pad=22)
     return ax
@@ -537,10 +670,18 @@ def stack_diagram(n_encoders: int = 6, n_decoders: int = 6, ax: Axes | None = No
     return ax
 
 
+use_book_style()
+
+
 def show_source(obj: Any) -> Any:
-    """tx's own source code for ``obj`` as a highlighted block: a page shows the code the tests run."""
+    """tx's own source code for ``obj`` as a highlighted block: a page shows the code the tests run.
+
+    ``obj`` may be a method (``tx.MultiHeadAttention.forward``), to show only the part a chapter
+    teaches; its class indentation is removed.
+    """
     import inspect
+    import textwrap
 
     from IPython.display import Code
 
-    return Code(inspect.getsource(obj), language="python")
+    return Code(textwrap.dedent(inspect.getsource(obj)), language="python")

@@ -280,10 +280,28 @@ def test_download_button_gives_the_notebook(visits, docname, site):
     page.keyboard.press("Escape")
 
 
-@pytest.mark.parametrize("docname", NOTEBOOKS)
-def test_binder_button_links_to_the_repository(visits, docname):
+def test_launch_buttons_need_a_repository():
+    """A Binder button only with a real repository: both set, or neither."""
     config = book_config()
-    repo = config["repository"]["url"].rstrip("/")
+    repo = (config.get("repository") or {}).get("url") or ""
+    binder = (config.get("launch_buttons") or {}).get("binderhub_url") or ""
+    assert bool(repo) == bool(binder), (
+        f"repository.url {repo!r} and launch_buttons.binderhub_url {binder!r} in _config.yml: "
+        "set both (a published repository) or neither")
+    assert not PLACEHOLDER.search(repo), f"repository.url {repo!r} is a placeholder"
+
+
+@pytest.mark.parametrize("docname", NOTEBOOKS)
+def test_binder_button_only_for_a_real_repository(visits, docname):
+    config = book_config()
+    repo = (config["repository"].get("url") or "").rstrip("/")
+    visit = visits(docname)
+    hrefs = visit.page.locator(".dropdown-launch-buttons a").evaluate_all("links => links.map(a => a.href)")
+    # A link only: the page loaded nothing from Binder.
+    assert not [u for u in visit.requests if "mybinder" in u]
+    if not repo:
+        assert not hrefs, f"launch buttons with no repository configured: {hrefs}"
+        return
     org_repo = urlsplit(repo).path.strip("/")
     branch = config["repository"].get("branch", "master")
     binder = config["launch_buttons"]["binderhub_url"].rstrip("/")
@@ -291,11 +309,20 @@ def test_binder_button_links_to_the_repository(visits, docname):
     notebook = "/".join(p for p in (book_path, f"{docname}.ipynb") if p)
     interface = "lab/tree/" if config["launch_buttons"].get("notebook_interface") == "jupyterlab" else "tree/"
     expected = f"{binder}/v2/gh/{org_repo}/{branch}?urlpath={interface}{notebook}"
-    visit = visits(docname)
-    hrefs = visit.page.locator(".dropdown-launch-buttons a").evaluate_all("links => links.map(a => a.href)")
     assert expected in hrefs, hrefs
-    # A link only: the page loaded nothing from Binder.
-    assert not [u for u in visit.requests if "mybinder" in u]
+
+
+def test_intro_says_how_to_run_the_book(visits):
+    """Clone (with the configured repository, if any), then `make lab`."""
+    page = visits(PAGES[0]).page
+    text = page.locator("article").inner_text()
+    assert "make lab" in text
+    repo = (book_config()["repository"].get("url") or "").rstrip("/")
+    if repo:
+        assert f"git clone {repo}" in text, "the home page does not name the configured repository"
+    else:
+        assert "git clone" not in text, "a clone command with no repository configured"
+    assert "{{" not in text and "}}" not in text, "an unrendered substitution on the home page"
 
 
 def test_intro_links_the_learner_edition(visits):
@@ -380,3 +407,136 @@ def test_404_page(browser, site):
         assert not visit.problems(), "\n".join(visit.problems())
     finally:
         visit.context.close()
+
+
+# --------------------------------------------------------------------------- reading (issue 16)
+# What a reader sees at 1280 px, after MathJax: no markdown left as text, no equation or figure
+# cut or shrunk, no exercise answer on show, no placeholder link and no path of the build machine.
+
+PLACEHOLDER = re.compile(r"your-org|example\.(com|org)|/OWNER/|/REPO\b|\bTODO\b|\bFIXME\b", re.I)
+MACHINE_PATH = re.compile(r"(/work/|/home/[a-z_]|/Users/|/tmp/|/root/|site-packages|dist-packages|[A-Z]:\\\\)")
+
+VISIBLE_TEXT_JS = """(skipCode) => {
+    // The prose a reader sees: visible text nodes of the article, less code when asked.
+    const skip = skipCode ? 'pre, code, script, style, textarea, mjx-container, .highlight'
+                          : 'script, style, textarea, mjx-container';
+    const walker = document.createTreeWalker(document.querySelector('article'), NodeFilter.SHOW_TEXT);
+    const lines = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const el = node.parentElement;
+        if (el.closest(skip) || !el.checkVisibility()) continue;
+        lines.push(node.textContent);
+    }
+    return lines.join('');
+}"""
+
+
+def _snippet(text: str, match: re.Match) -> str:
+    return text[max(0, match.start() - 60):match.end() + 60].replace("\n", " ")
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_no_markdown_table_left_as_text(visits, docname):
+    text = visits(docname).page.evaluate(VISIBLE_TEXT_JS, True)
+    row = re.search(r"\|\s*:?[-—–]{1,}:?\s*\|", text)
+    assert not row, f"a markdown table shown as text: ...{_snippet(text, row)}..."
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_no_raw_dollar_math(visits, docname):
+    text = visits(docname).page.evaluate(VISIBLE_TEXT_JS, True)
+    dollars = re.search(r"\$[^$\s][^$]{0,200}?\$", text)
+    assert not dollars, f"dollar math shown as text: ...{_snippet(text, dollars)}..."
+    macro = re.search(r"\\(frac|varepsilon|epsilon|mathrm|operatorname|sqrt|alpha|beta|cdot|"
+                      r"sum|text|mathbf|left|right)\b", text)
+    assert not macro, f"a TeX command shown as text: ...{_snippet(text, macro)}..."
+
+
+WIDE_EQUATIONS_JS = """() => [...document.querySelectorAll('article div.math')].map(block => {
+    const math = block.querySelector('mjx-container > mjx-math');
+    const eqno = block.querySelector('.eqno');
+    const column = block.getBoundingClientRect();
+    const box = math ? math.getBoundingClientRect() : column;
+    const number = eqno ? eqno.getBoundingClientRect().width : 0;
+    return {id: block.id || (eqno ? eqno.textContent.trim() : ''), column: column.width,
+            math: box.width, number: number,
+            left: box.left - column.left, right: column.right - box.right,
+            text: block.textContent.trim().slice(0, 80)};
+})"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_display_equations_fit_the_column(visits, docname):
+    """At 1280 px no display equation, with its number, is wider than the text column."""
+    blocks = visits(docname).page.evaluate(WIDE_EQUATIONS_JS)
+    wide = [b for b in blocks if b["math"] + b["number"] > b["column"] + 1 or b["left"] < -1]
+    assert not wide, "equations wider than the column: " + "; ".join(
+        f"{b['id']} needs {b['math'] + b['number']:.0f} px of {b['column']:.0f}" for b in wide)
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_no_check_output_under_an_exercise(visits, docname):
+    """The check cells run (nbval), but their verdicts, made with the solution, are not shown."""
+    shown = visits(docname).page.evaluate(
+        """() => [...document.querySelectorAll('article .cell_output')]
+              .filter(o => o.checkVisibility() && /Correct:/.test(o.innerText))
+              .map(o => o.innerText.trim().slice(0, 100))""")
+    assert not shown, f"check output visible: {shown}"
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_no_placeholder_link_or_text(visits, docname):
+    page = visits(docname).page
+    hrefs = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
+    bad = [h for h in hrefs if PLACEHOLDER.search(h)]
+    assert not bad, f"placeholder links: {bad}"
+    text = page.evaluate(VISIBLE_TEXT_JS, False)
+    found = PLACEHOLDER.search(text)
+    assert not found, f"placeholder text: ...{_snippet(text, found)}..."
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_no_path_of_the_build_machine(visits, docname):
+    text = visits(docname).page.evaluate(VISIBLE_TEXT_JS, False)
+    found = MACHINE_PATH.search(text)
+    assert not found, f"a path of the build machine on the page: ...{_snippet(text, found)}..."
+
+
+FIGURE_SIZES_JS = """async () => {
+    const out = [];
+    for (const img of document.querySelectorAll('article .cell_output img')) {
+        img.scrollIntoView();
+        try { await img.decode(); } catch (e) {}
+        const figure = img.closest('figure');
+        out.push({id: figure ? figure.id : '', src: img.currentSrc.slice(-40),
+                  natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
+                  visible: img.checkVisibility()});
+    }
+    return out;
+}"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_figures_are_not_shrunk(visits, docname):
+    """A figure drawn wider than the column is shrunk, and its text with it, below 9 px.
+    tx.viz's rule (7 in at 96 dpi = 672 px) keeps every figure at its own size at 1280 px."""
+    sizes = visits(docname).page.evaluate(FIGURE_SIZES_JS)
+    shrunk = [s for s in sizes if s["visible"] and s["natural"] and s["shown"] < 0.9 * s["natural"]]
+    assert not shrunk, "figures shown below 90% of their size: " + "; ".join(
+        f"{s['id'] or s['src']} {s['shown']:.0f} of {s['natural']} px" for s in shrunk)
+
+
+def test_api_page_documents_every_public_module(visits):
+    """Every module of tx (the chapter checkers tx.exercises.chNN aside) with its full name."""
+    from sitekit import BOOK
+
+    modules = {f"tx.{p.stem}" for p in (BOOK / "tx").glob("*.py") if not p.stem.startswith("_")}
+    modules |= {"tx.exercises", "tx.exercises.learner"}
+    page = visits("api").page
+    ids = set(page.evaluate("() => [...document.querySelectorAll('[id^=\"module-\"]')].map(e => e.id)"))
+    missing = sorted(m for m in modules if f"module-{m}" not in ids)
+    assert not missing, f"modules missing from the API page: {missing}"
+    assert page.locator("[id='tx.device']").count() == 1, "tx.device is not documented"
+    # Objects carry their module: tx.attention.attention, not a bare attention.
+    names = page.evaluate("() => [...document.querySelectorAll('dt.sig-object')].map(d => d.id)")
+    assert names and all(n.startswith("tx.") for n in names if n), names[:5]
