@@ -154,6 +154,11 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> Callable[[Path], Callable[[
     return lambda tmp: lambda: fn(*args, **kwargs)
 
 
+def train_in(*argv: str) -> Callable[[Path], Callable[[], Any]]:
+    """A command-line case whose --out lies in the case's folder, so files of the user's own never interfere."""
+    return lambda tmp: lambda: run_train(*argv, "--out", str(tmp / "runs" / "m.safetensors"))
+
+
 def decode_with_reused_cache() -> None:
     cache = MODEL.new_cache()
     first, second = torch.tensor([[4, 5, EOS]]), torch.tensor([[7, 8, EOS]])
@@ -228,7 +233,7 @@ CASES = [
     Case("train-clip-zero", call(TrainConfig, clip_norm=0), ValueError, r"clip_norm must be more than 0, got 0"),
     Case("train-clip-negative", call(TrainConfig, clip_norm=-1.0), ValueError, r"clip_norm must be more than 0"),
     Case("train-seed-huge", call(TrainConfig, seed=2**70), ValueError, r"seed must be in \[-9223372036854775808, 9223372036854775807\]"),
-    Case("cli-seed-huge", call(run_train, "--seed", str(2**70)), CommandFailed, r"seed must be in \["),
+    Case("cli-seed-huge", train_in("--seed", str(2**70)), CommandFailed, r"seed must be in \["),
     Case("fit-callback-not-callable", call(train.fit, MODEL, PAIRS, PAIRS, SRC_VOCAB, TGT_VOCAB, TrainConfig(steps=2), False, "plot"), TypeError, r"callback must be a function"),
     Case("train-seed-string", call(TrainConfig, seed="0"), TypeError, r"seed must be an int, got str"),
     # --- training functions
@@ -394,13 +399,13 @@ CASES = [
     Case("load-into-not-a-model", lambda tmp: save_tiny(tmp / "m.safetensors") and (lambda: checkpoint.load_into(torch.nn.Linear(2, 2), tmp / "m.safetensors")), TypeError, r"model must be a tx.Transformer"),
     Case("read-metadata-truncated", lambda tmp: damaged(tmp, lambda raw: raw[:5]) and (lambda: checkpoint.read_metadata(tmp / "model.safetensors")), ValueError, r"model.safetensors is truncated \(5 bytes\)"),
     # --- python -m tx.train: every failure before training starts
-    Case("cli-steps-zero", call(run_train, "--steps", "0"), CommandFailed, r"exit status 2.*--steps must be at least 1, got 0"),
-    Case("cli-steps-negative", call(run_train, "--steps", "-3"), CommandFailed, r"--steps must be at least 1, got -3"),
-    Case("cli-steps-word", call(run_train, "--steps", "many"), CommandFailed, r"argument --steps: invalid int value: 'many'"),
-    Case("cli-batch-size-zero", call(run_train, "--batch-size", "0"), CommandFailed, r"--batch-size must be at least 1, got 0"),
-    Case("cli-pairs-too-few", call(run_train, "--pairs", "2"), CommandFailed, r"--pairs must be at least 3"),
-    Case("cli-pairs-too-many", call(run_train, "--pairs", "99999999"), CommandFailed, r"--pairs 99999999: n_pairs must be between"),
-    Case("cli-unknown-flag", call(run_train, "--lr", "3"), CommandFailed, r"unrecognized arguments: --lr 3"),
+    Case("cli-steps-zero", train_in("--steps", "0"), CommandFailed, r"exit status 2.*--steps must be at least 1, got 0"),
+    Case("cli-steps-negative", train_in("--steps", "-3"), CommandFailed, r"--steps must be at least 1, got -3"),
+    Case("cli-steps-word", train_in("--steps", "many"), CommandFailed, r"argument --steps: invalid int value: 'many'"),
+    Case("cli-batch-size-zero", train_in("--batch-size", "0"), CommandFailed, r"--batch-size must be at least 1, got 0"),
+    Case("cli-pairs-too-few", train_in("--pairs", "2"), CommandFailed, r"--pairs must be at least 3"),
+    Case("cli-pairs-too-many", train_in("--pairs", "99999999"), CommandFailed, r"--pairs 99999999: n_pairs must be between"),
+    Case("cli-unknown-flag", train_in("--lr", "3"), CommandFailed, r"unrecognized arguments: --lr 3"),
     Case("cli-tsv-missing", lambda tmp: lambda: run_train("--tsv", str(tmp / "nope.tsv"), "--out", str(tmp / "m.safetensors")), CommandFailed, r"--tsv .*nope.tsv: no such file"),
     Case("cli-tsv-directory", lambda tmp: lambda: run_train("--tsv", str(tmp), "--out", str(tmp / "m.safetensors")), CommandFailed, r"--tsv .*: is a folder, not a corpus file"),
     Case("cli-tsv-eight-pairs", lambda tmp: (p := tsv(tmp, many_pairs(8))) and (lambda: run_train("--tsv", str(p), "--out", str(tmp / "m.safetensors"))), CommandFailed, r"corpus of 8 pairs leaves the valid split empty"),

@@ -222,5 +222,6 @@ def _device(device: torch.device | str) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' but this machine has no CUDA GPU; load with device='cpu' (or tx.device()).")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ValueError(f"there is no {device}: this machine has {torch.cuda.device_count()} CUDA GPUs, cuda:0 to cuda:{torch.cuda.device_count() - 1}.")
+        n = torch.cuda.device_count()
+        raise ValueError(f"there is no {device}: this machine has {n} CUDA GPUs, cuda:0 to cuda:{n - 1}.")
     return device
