@@ -93,8 +93,9 @@ def test_every_exercise_has_its_title_as_a_heading(edition, path):
               for m in re.finditer(r"^(?:```|:::)\{exercise\}[ \t]*(.+)$", source(c), re.M)]
     text = "\n".join(c["source"] for c in notebook(edition, path.name)["cells"] if c["cell_type"] == "markdown")
     assert titles
-    for title in titles:
-        assert f"### Exercise: {title}" in text
+    chapter = int(path.name[:2])
+    for n, title in enumerate(titles, start=1):
+        assert f"### Exercise {chapter}.{n} ({title})" in text  # as the website numbers it
 
 
 def test_directives_roles_and_labels_become_markdown():

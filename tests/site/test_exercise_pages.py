@@ -52,3 +52,18 @@ def test_the_zip_holds_a_readme_with_the_set_up():
         assert len(readmes) == 1
         readme = archive.read(readmes[0]).decode()
     assert "make lab" in readme and "pip install" in readme
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_exercises_are_numbered_as_the_learner_edition_numbers_them(docname):
+    import json
+
+    from tx.exercises.learner import learner_files
+
+    name = docname.split("/")[-1] + ".ipynb"
+    cells = json.loads(learner_files()[name])["cells"]
+    ours = [m.group(1) for c in cells if c["cell_type"] == "markdown"
+            for m in re.finditer(r"^### (Exercise \d+\.\d+) \(", c["source"], re.M)]
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page_text(docname)))
+    site = list(dict.fromkeys(re.findall(r"(Exercise \d+\.\d+) \(", text)))
+    assert ours and site == ours

@@ -286,14 +286,27 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
 # ----------------------------------------------------------------- the edition
 
 
-def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]]) -> dict[str, Any]:
-    """The learner edition of one chapter (nbformat JSON): no solutions, plain Markdown, checks that let Run All go on."""
+def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]],
+                     chapter: int | None = None) -> dict[str, Any]:
+    """The learner edition of one chapter (nbformat JSON): no solutions, plain Markdown, checks that let Run All go on.
+
+    With ``chapter``, exercises are numbered as the website numbers them: "Exercise 3.2 (Softmax)".
+    """
     notebook = strip_solutions(notebook)
     cells = []
+    exercises = 0
+
+    def number(match: re.Match) -> str:
+        nonlocal exercises
+        exercises += 1
+        return f"### Exercise {chapter}.{exercises} ({match.group(1)})"
+
     for cell in notebook["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
         if cell["cell_type"] == "markdown":
             text = to_markdown(_source(cell), equations, cites)
+            if chapter is not None:
+                text = re.sub(r"^### Exercise: (.+)$", number, text, flags=re.M)
             # The Exercises heading may close a longer cell (the Summary's, say): the note goes under it.
             text = re.sub(r"^(## Exercises\b.*)$", lambda m: f"{m.group(1)}\n\n{EXPECTED_FAILURES}", text,
                           count=1, flags=re.M | re.I)
@@ -330,7 +343,8 @@ def learner_files(chapters: str | Path = CHAPTERS) -> dict[str, bytes]:
     equations, cites = equation_numbers(chapters), citations(root / "references.bib")
     files = {"README.md": README.format(repository=_repository(root)).encode("utf-8")}
     for path in sources:
-        notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites)
+        chapter = int(path.name[:2]) if path.name[:2].isdigit() else None
+        notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites, chapter)
         files[path.name] = (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     return files
 
