@@ -248,3 +248,9 @@ def test_run_all_reaches_the_end_with_a_hint_at_every_check(path, tmp_path):
         assert "File " not in error.traceback[0] and "exercises/" not in error.traceback[0]
     others = [o for c in code if "check" not in c.metadata.get("tags", []) for o in c.outputs if o.output_type == "error"]
     assert not others
+
+
+def test_the_command_says_what_is_wrong_with_its_folder(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["learner", str(CHAPTERS)])
+    assert info.value.code == 2 and "choose another OUTDIR" in capsys.readouterr().err
