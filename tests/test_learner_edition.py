@@ -113,6 +113,10 @@ def test_directives_roles_and_labels_become_markdown():
                            "Vaswani et al. (2017) say so.")
     assert "$$\nw = e^s \\tag{3.4}\n$$" in text
     assert to_markdown("as ({eq}`eq-ch03-softmax`) says", equations, cites) == "as (3.4) says"  # not ((3.4))
+    glued = to_markdown("It has {glue:text}`n_params:,` weights, see {numref}`Figure %s <fig-ch03-x>`.\n\n"
+                        "```{glue:figure} fig_x\n:name: fig-x\nThe caption.\n```", equations, cites)
+    assert glued.startswith("It has `n_params` weights, see Figure.")
+    assert "computed by a code cell" in glued and not any(p.search(glued) for p in RAW_MYST.values()), glued
     assert "> **Note**\n>\n> A note with $x^2$ and a link." in text
     assert "> **Why?**\n>\n> Because." in text
     assert not any(p.search(text) for p in RAW_MYST.values()), text

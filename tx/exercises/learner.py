@@ -206,6 +206,12 @@ def _role(name: str, content: str, equations: dict[str, str], cites: dict[str, t
         return "(" + "; ".join(f"{who}, {year}" if year else who for who, year in found) + ")"
     if name == "math":
         return f"${content}$"
+    if name.startswith("glue"):
+        # A value the website pastes in from a cell's result; here the reader sees its name and can print it.
+        return f"`{content.split(':')[0].strip()}`"
+    if name == "numref":
+        shown = re.match(r"^(.*?)\s*<[^<>]+>$", content, re.S)
+        return shown.group(1).replace("%s", "").replace("{number}", "").strip() if shown else "the figure"
     if name in ("ref", "numref", "doc", "term", "download", "abbr") or ":" in name:
         shown = re.match(r"^(.*?)\s*<[^<>]+>$", content, re.S)
         return shown.group(1) if shown else content
@@ -233,6 +239,8 @@ def _directive(name: str, arg: str, options: dict[str, str], body: str) -> str:
     if name in ("figure", "image"):
         alt = options.get("alt", body.split("\n")[0] if body else "")
         return f"![{alt}]({arg})" + (f"\n\n*{body}*" if name == "figure" and body else "")
+    if name.startswith("glue"):
+        return f"*(The website shows `{arg}` here: it is computed by a code cell of this notebook.)*"
     if name in ("code", "code-block", "code-cell", "literalinclude"):
         return f"```{arg}\n{body}\n```" if name != "literalinclude" else f"See `{arg}`."
     heading = f"**{arg}**\n\n" if arg else ""
