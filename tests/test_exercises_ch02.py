@@ -60,6 +60,8 @@ def test_shape_accepts_a_list_or_torch_size():
     (lambda s, d: (len(s), len(tx.data.tokenize(s[0])) + 1, d), "longest sentence"),
     (lambda s, d: (max(len(tx.data.tokenize(x)) for x in s) + 1, len(s), d), "expected"),
     (lambda s, d: "shape", "three integers"),
+    (lambda s, d: (len(s), max(len(tx.data.tokenize(x)) for x in s) + 2, d), "<bos> starts the target"),
+    (lambda s, d: (len(s), max(len(tx.data.tokenize(x)) for x in s) + 1, 512), "expected"),  # a hard-coded d_model
 ])
 def test_shape_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -93,8 +93,9 @@ def test_every_exercise_has_its_title_as_a_heading(edition, path):
               for m in re.finditer(r"^(?:```|:::)\{exercise\}[ \t]*(.+)$", source(c), re.M)]
     text = "\n".join(c["source"] for c in notebook(edition, path.name)["cells"] if c["cell_type"] == "markdown")
     assert titles
-    for title in titles:
-        assert f"### Exercise: {title}" in text
+    chapter = int(path.name[:2])
+    for n, title in enumerate(titles, start=1):
+        assert f"### Exercise {chapter}.{n} ({title})" in text  # as the website numbers it
 
 
 def test_directives_roles_and_labels_become_markdown():
@@ -112,6 +113,10 @@ def test_directives_roles_and_labels_become_markdown():
                            "Vaswani et al. (2017) say so.")
     assert "$$\nw = e^s \\tag{3.4}\n$$" in text
     assert to_markdown("as ({eq}`eq-ch03-softmax`) says", equations, cites) == "as (3.4) says"  # not ((3.4))
+    glued = to_markdown("It has {glue:text}`n_params:,` weights, see {numref}`Figure %s <fig-ch03-x>`.\n\n"
+                        "```{glue:figure} fig_x\n:name: fig-x\nThe caption.\n```", equations, cites)
+    assert glued.startswith("It has `n_params` weights, see Figure.")
+    assert "computed by a code cell" in glued and not any(p.search(glued) for p in RAW_MYST.values()), glued
     assert "> **Note**\n>\n> A note with $x^2$ and a link." in text
     assert "> **Why?**\n>\n> Because." in text
     assert not any(p.search(text) for p in RAW_MYST.values()), text
@@ -247,3 +252,9 @@ def test_run_all_reaches_the_end_with_a_hint_at_every_check(path, tmp_path):
         assert "File " not in error.traceback[0] and "exercises/" not in error.traceback[0]
     others = [o for c in code if "check" not in c.metadata.get("tags", []) for o in c.outputs if o.output_type == "error"]
     assert not others
+
+
+def test_the_command_says_what_is_wrong_with_its_folder(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["learner", str(CHAPTERS)])
+    assert info.value.code == 2 and "choose another OUTDIR" in capsys.readouterr().err

@@ -22,7 +22,10 @@ from typing import Any, Callable, Iterator, TypeVar
 import torch
 from torch import Tensor
 
-__all__ = ["CheckFailed", "call", "as_shape", "assert_tensor", "assert_number", "as_number", "passed", "keeps_random_state", "forbidding"]
+__all__ = [
+    "CheckFailed", "call", "as_shape", "assert_tensor", "assert_number", "as_number", "passed", "keeps_random_state",
+    "forbidding",
+]
 
 Checker = TypeVar("Checker", bound=Callable[..., Any])
 
@@ -103,7 +106,7 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def as_shape(got: Any, what: str = "the shape", length: int | None = None) -> tuple[int, ...]:
-    """The learner's answer as a tuple of ints (``length`` of them, if given), or an AssertionError saying what to return."""
+    """The learner's answer as a tuple of ints (``length`` of them, if given), or CheckFailed saying what to return."""
     count = {2: "two", 3: "three", 4: "four"}.get(length, str(length)) + " " if length else ""
     try:
         shape = tuple(int(n) for n in got)

@@ -75,6 +75,8 @@ def check_embedded_shape(fn: Callable[[list[str], int], Any]) -> None:
             elif got[1] == max(len(s.split()) for s in sentences) + 1:
                 hint = (" Count tokens with tx.data.tokenize, not words with str.split: "
                         "\"l'ami\" is two tokens, and \".\" is one.")
+            elif got[1] == max(lengths) + 2:
+                hint = " The source gets <eos> only; <bos> starts the target, not the source."
             elif got[1] != max(lengths) + 1:
                 hint = " The batch is padded to its longest sentence."
         raise CheckFailed(f"for {sentences} with d_model={d_model} you gave {got}; expected {expected}.{hint}")

@@ -206,6 +206,12 @@ def _role(name: str, content: str, equations: dict[str, str], cites: dict[str, t
         return "(" + "; ".join(f"{who}, {year}" if year else who for who, year in found) + ")"
     if name == "math":
         return f"${content}$"
+    if name.startswith("glue"):
+        # A value the website pastes in from a cell's result; here the reader sees its name and can print it.
+        return f"`{content.split(':')[0].strip()}`"
+    if name == "numref":
+        shown = re.match(r"^(.*?)\s*<[^<>]+>$", content, re.S)
+        return shown.group(1).replace("%s", "").replace("{number}", "").strip() if shown else "the figure"
     if name in ("ref", "numref", "doc", "term", "download", "abbr") or ":" in name:
         shown = re.match(r"^(.*?)\s*<[^<>]+>$", content, re.S)
         return shown.group(1) if shown else content
@@ -233,6 +239,8 @@ def _directive(name: str, arg: str, options: dict[str, str], body: str) -> str:
     if name in ("figure", "image"):
         alt = options.get("alt", body.split("\n")[0] if body else "")
         return f"![{alt}]({arg})" + (f"\n\n*{body}*" if name == "figure" and body else "")
+    if name.startswith("glue"):
+        return f"*(The website shows `{arg}` here: it is computed by a code cell of this notebook.)*"
     if name in ("code", "code-block", "code-cell", "literalinclude"):
         return f"```{arg}\n{body}\n```" if name != "literalinclude" else f"See `{arg}`."
     heading = f"**{arg}**\n\n" if arg else ""
@@ -286,14 +294,27 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
 # ----------------------------------------------------------------- the edition
 
 
-def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]]) -> dict[str, Any]:
-    """The learner edition of one chapter (nbformat JSON): no solutions, plain Markdown, checks that let Run All go on."""
+def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]],
+                     chapter: int | None = None) -> dict[str, Any]:
+    """The learner edition of one chapter (nbformat JSON): no solutions, plain Markdown, checks that let Run All go on.
+
+    With ``chapter``, exercises are numbered as the website numbers them: "Exercise 3.2 (Softmax)".
+    """
     notebook = strip_solutions(notebook)
     cells = []
+    exercises = 0
+
+    def number(match: re.Match) -> str:
+        nonlocal exercises
+        exercises += 1
+        return f"### Exercise {chapter}.{exercises} ({match.group(1)})"
+
     for cell in notebook["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
         if cell["cell_type"] == "markdown":
             text = to_markdown(_source(cell), equations, cites)
+            if chapter is not None:
+                text = re.sub(r"^### Exercise: (.+)$", number, text, flags=re.M)
             # The Exercises heading may close a longer cell (the Summary's, say): the note goes under it.
             text = re.sub(r"^(## Exercises\b.*)$", lambda m: f"{m.group(1)}\n\n{EXPECTED_FAILURES}", text,
                           count=1, flags=re.M | re.I)
@@ -330,7 +351,8 @@ def learner_files(chapters: str | Path = CHAPTERS) -> dict[str, bytes]:
     equations, cites = equation_numbers(chapters), citations(root / "references.bib")
     files = {"README.md": README.format(repository=_repository(root)).encode("utf-8")}
     for path in sources:
-        notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites)
+        chapter = int(path.name[:2]) if path.name[:2].isdigit() else None
+        notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites, chapter)
         files[path.name] = (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     return files
 

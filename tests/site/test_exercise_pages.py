@@ -1,0 +1,69 @@
+"""The exercises on the built website: the task, the stub, the check's code, and no verdict.
+
+On the website every check runs under its solution, so its output would read "Correct: ..."
+right under the unsolved stub and give the answer away; the check cells' ``remove-output``
+tag hides it. These tests read the built pages (_build/html) and the learner edition's zip.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+
+import pytest
+
+from sitekit import HTML, toc_pages
+
+CHAPTERS = [p for p in toc_pages() if p.startswith("chapters/")]
+
+
+def page_text(docname: str) -> str:
+    path = HTML / f"{docname}.html"
+    if not path.is_file():
+        pytest.fail(f"no {path}: run `make book` first.")
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_checks_are_shown_but_not_their_verdict(docname):
+    html = page_text(docname)
+    calls = re.findall(r"check_\w+", re.sub(r"<[^>]+>", "", html))
+    assert calls, "the page shows no check cell"
+    assert "Correct:" not in html, "a check's verdict is on the page, under the unsolved stub"
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_equations_are_numbered_as_the_learner_edition_numbers_them(docname):
+    # The learner edition writes {eq} references as numbers of its own making: they must be the site's.
+    from tx.exercises.learner import CHAPTERS as SOURCES, equation_numbers
+
+    chapter = int(docname.split("/")[-1][:2])
+    ours = [n for n in equation_numbers(SOURCES).values() if n.split(".")[0] == str(chapter)]
+    site = re.findall(r'class="eqno">\(([\d.]+)\)', page_text(docname))
+    assert site == ours
+
+
+def test_the_zip_holds_a_readme_with_the_set_up():
+    path = HTML / "learner-edition.zip"
+    if not path.is_file():
+        pytest.fail(f"no {path}: run `make book` first.")
+    with zipfile.ZipFile(path) as archive:
+        readmes = [n for n in archive.namelist() if n.endswith("/README.md")]
+        assert len(readmes) == 1
+        readme = archive.read(readmes[0]).decode()
+    assert "make lab" in readme and "pip install" in readme
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_exercises_are_numbered_as_the_learner_edition_numbers_them(docname):
+    import json
+
+    from tx.exercises.learner import learner_files
+
+    name = docname.split("/")[-1] + ".ipynb"
+    cells = json.loads(learner_files()[name])["cells"]
+    ours = [m.group(1) for c in cells if c["cell_type"] == "markdown"
+            for m in re.finditer(r"^### (Exercise \d+\.\d+) \(", c["source"], re.M)]
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page_text(docname)))
+    site = list(dict.fromkeys(re.findall(r"(Exercise \d+\.\d+) \(", text)))
+    assert ours and site == ours
