@@ -3,7 +3,7 @@
 Without the cache every step re-runs the decoder over the whole prefix; with it, a step
 projects one new token and reads earlier keys/values from preallocated buffers, and the
 cross-attention keys/values are computed once per sentence. An untrained model never
-emits <eos> reliably, so eos_id is set to an id it cannot produce: every run decodes
+emits <eos> reliably, so eos_id is -1, which matches no token: every run decodes
 exactly 64 tokens. Runs are interleaved; prints the median time of each and the ratio.
 
     python bench/decode_speed.py               # the book's model size
@@ -37,7 +37,7 @@ def main() -> None:
     vocab = 300
     model = tx.Transformer(vocab, vocab, dropout=0.0, max_len=args.tokens + 1, **CONFIGS[args.config]).eval()
     src = torch.randint(4, vocab, (args.batch, 20))
-    never = vocab  # an id outside the vocabulary: no row ever ends early
+    never = -1  # eos_id=-1 matches no token: no row ever ends early
     out = {}
     for use_cache in (True, False):  # same tokens both ways
         out[use_cache] = tx.greedy_decode(model, src, args.tokens, 1, never, use_cache=use_cache)
