@@ -258,3 +258,17 @@ def test_the_command_says_what_is_wrong_with_its_folder(capsys):
     with pytest.raises(SystemExit) as info:
         main(["learner", str(CHAPTERS)])
     assert info.value.code == 2 and "choose another OUTDIR" in capsys.readouterr().err
+
+
+def test_a_file_as_outdir_or_a_folder_as_zip_is_refused_before_anything_is_written(tmp_path, capsys):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    with pytest.raises(SystemExit) as info:
+        main(["learner", str(a_file)])
+    assert info.value.code == 2 and "is a file, not a folder" in capsys.readouterr().err
+    assert a_file.read_text() == "mine"
+    out = tmp_path / "edition"
+    with pytest.raises(SystemExit) as info:
+        main(["learner", str(out), "--zip", str(tmp_path)])
+    assert info.value.code == 2 and "give the zip file's name" in capsys.readouterr().err
+    assert not out.exists(), "nothing is written when an argument is wrong"

@@ -376,6 +376,10 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
     chapters, out_dir = Path(chapters).resolve(), Path(out_dir).resolve()
     if out_dir == chapters:
         raise ValueError(f"{out_dir} is the chapters folder: choose another OUTDIR so the solutions are kept.")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"{out_dir} is a file, not a folder: choose a folder for the learner edition.")
+    if zip_path is not None and Path(zip_path).is_dir():
+        raise ValueError(f"--zip {zip_path} is a folder: give the zip file's name, e.g. {Path(zip_path) / 'learner-edition.zip'}.")
     files = learner_files(chapters)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / MANIFEST
