@@ -183,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--tsv", type=Path, help="train on this tab-separated corpus instead (Tatoeba layout)")
     parser.add_argument("--norm-first", action="store_true", help="pre-LN instead of the paper's post-LN")
     parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="CPU threads; sums split over threads round differently, and 2 wrote the book's checkpoint")
     args = parser.parse_args(argv)
     if args.out.exists() and not args.force:
         parser.error(f"{args.out} exists; pass --force to overwrite it or choose another --out")
@@ -191,7 +193,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cfg = TransformerConfig.small(len(corpus.src_vocab), len(corpus.tgt_vocab), norm_first=args.norm_first)
     model = Transformer.from_config(cfg).to(_device())
     tcfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed)
-    history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)  # on CPU the same thread count gives the same weights, bit for bit
+    try:
+        history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
+    finally:
+        torch.set_num_threads(threads)
     scores = evaluate.evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
     info = {"train": vars(tcfg) | {"pairs": args.pairs, "tsv": str(args.tsv) if args.tsv else None},
             "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1]}
