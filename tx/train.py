@@ -191,18 +191,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     corpus = _load(args)
     torch.manual_seed(args.seed)
     cfg = TransformerConfig.small(len(corpus.src_vocab), len(corpus.tgt_vocab), norm_first=args.norm_first)
-    model = Transformer.from_config(cfg).to(_device())
-    tcfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed)
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)  # on CPU the same thread count gives the same weights, bit for bit
-    try:
-        history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
-    finally:
-        torch.set_num_threads(threads)
+    model = Transformer.from_config(cfg).to(_device())
+    tcfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed)
+    history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
     scores = evaluate.evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
     info = {"train": vars(tcfg) | {"pairs": args.pairs, "tsv": str(args.tsv) if args.tsv else None},
             "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1]}
     checkpoint.save(args.out, model, corpus.src_vocab, corpus.tgt_vocab, info=info)
+    torch.set_num_threads(threads)  # the caller's count again
     print(f"trained {args.steps} steps in {history['seconds']:.0f} s; test exact match "
           f"{scores['exact_match']:.1%}, BLEU {scores['bleu']:.1f} on {scores['n']} sentences; wrote {args.out}")
     return info
