@@ -155,3 +155,79 @@ def test_cached_decoding_follows_weight_updates():
     after = tx.greedy_decode(model, src, 8, BOS, EOS, use_cache=True)
     assert torch.equal(after, tx.greedy_decode(model, src, 8, BOS, EOS, use_cache=False))
     assert not torch.equal(before, after)  # the update changed the translation, and the cache saw it
+
+
+# --------------------------------------------------------------------------- the paper's (GNMT's) length penalty
+
+
+def test_gnmt_penalty_follows_its_formula():
+    from tx.decoding import normalised_score
+
+    assert normalised_score(-3.0, 7, 0.6, "gnmt") == pytest.approx(-3.0 / ((5 + 7) / 6) ** 0.6)
+    assert normalised_score(-3.0, 1, 0.6, "gnmt") == pytest.approx(-3.0)  # lp(1) = (6/6)^alpha = 1
+    assert normalised_score(-3.0, 7, 0.0, "gnmt") == normalised_score(-3.0, 7, 0.0) == -3.0
+    # For L > 1 the GNMT penalty divides by less than L ** alpha: a milder push towards length.
+    for L in (2, 5, 20):
+        assert normalised_score(-3.0, L, 0.6, "gnmt") < normalised_score(-3.0, L, 0.6, "power")
+
+
+def test_unknown_penalty_form_is_refused_with_the_choices():
+    model = tiny_model()
+    with pytest.raises(ValueError, match="penalty_form must be one of"):
+        tx.beam_search(model, torch.randint(3, 13, (1, 4)), 2, 4, BOS, EOS, length_penalty=0.6, penalty_form="wu")
+
+
+def test_gnmt_scores_follow_the_formula():
+    model = tiny_model()
+    src = torch.randint(3, 13, (2, 5))
+    found = tx.beam_search(model, src, beam_size=4, max_len=6, bos_id=BOS, eos_id=EOS,
+                           length_penalty=0.6, n_best=3, penalty_form="gnmt")
+    for b, hyps in enumerate(found):
+        scores = [s for _, s in hyps]
+        assert scores == sorted(scores, reverse=True)
+        for tokens, score in hyps:
+            n = len(tokens) - 1
+            expected = sequence_log_prob(model, src[b], tokens.tolist()) / ((5 + n) / 6) ** 0.6
+            assert score == pytest.approx(expected, abs=1e-4)
+
+
+def brute_force_best_gnmt(model, src, vocab, max_len, alpha):
+    """The best output of every possible one under the GNMT penalty."""
+    best = (None, float("-inf"))
+    for n in range(1, max_len + 1):
+        for body in itertools.product(range(vocab), repeat=n):
+            if EOS in body[:-1] or (n < max_len and body[-1] != EOS):
+                continue
+            seq = [BOS, *body]
+            score = sequence_log_prob(model, src, seq) / ((5 + n) / 6) ** alpha
+            if score > best[1]:
+                best = (seq, score)
+    return best
+
+
+@pytest.mark.parametrize("alpha", [0.6, 2.0])
+def test_wide_beam_finds_the_brute_force_best_under_gnmt(alpha):
+    torch.manual_seed(3)
+    model = tiny_model(src_vocab_size=5, tgt_vocab_size=5)
+    src = torch.tensor([[3, 4, 3, 2]])
+    seq, score = brute_force_best_gnmt(model, src[0], vocab=5, max_len=3, alpha=alpha)
+    found = tx.beam_search(model, src, beam_size=25, max_len=3, bos_id=BOS, eos_id=EOS,
+                           length_penalty=alpha, penalty_form="gnmt")
+    tokens, beam_score = found[0][0]
+    assert tokens.tolist() == seq
+    assert beam_score == pytest.approx(score, abs=1e-4)
+
+
+def test_translate_passes_the_penalty_form_on():
+    from tx.evaluate import translate
+
+    torch.manual_seed(0)
+    corpus = tx.data.load_corpus(seed=0)
+    model = tiny_model(src_vocab_size=len(corpus.src_vocab), tgt_vocab_size=len(corpus.tgt_vocab))
+    sentences = [fr for fr, _ in corpus.test[:4]]
+    kwargs = dict(beam_size=3, max_len=6, length_penalty=5.0)
+    gnmt = translate(model, sentences, corpus.src_vocab, corpus.tgt_vocab, penalty_form="gnmt", **kwargs)
+    src = tx.data.pad([corpus.src_vocab.encode(s, add_bos=False) for s in sentences], corpus.src_vocab.pad_id)
+    bos, eos = corpus.tgt_vocab.bos_id, corpus.tgt_vocab.eos_id
+    expected = tx.beam_search(model, src, 3, 6, bos, eos, length_penalty=5.0, penalty_form="gnmt")
+    assert gnmt == [corpus.tgt_vocab.decode(hyps[0][0]) for hyps in expected]

@@ -98,3 +98,14 @@ def test_command_line_writes_a_loadable_checkpoint_and_keeps_existing_files(tmp_
         tx.train.main(["--out", str(out), "--steps", "3", "--pairs", "400"])
     assert out.read_bytes() == before
     assert "--force" in capsys.readouterr().err
+
+
+def test_command_line_fixes_the_thread_count_and_restores_it(tmp_path):
+    # The same --threads gives the same weights bit for bit; the caller's thread count comes back.
+    before = torch.get_num_threads()
+    paths = [tmp_path / f"run{i}.safetensors" for i in range(2)]
+    for path in paths:
+        tx.train.main(["--out", str(path), "--steps", "4", "--pairs", "400", "--threads", "1"])
+        assert torch.get_num_threads() == before
+    a, b = (tx.checkpoint.load(p).model.state_dict() for p in paths)
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -104,19 +104,35 @@ class Hypothesis:
     log_prob: float = field(default=0.0)
 
 
-def normalised_score(log_prob: float, length: int, length_penalty: float) -> float:
-    """score = sum of token log-probs / length ** length_penalty (0 = no normalisation)."""
-    return log_prob / length**length_penalty
+PENALTY_FORMS = ("power", "gnmt")  # the two length penalties beam_search offers
 
 
-def _best_possible(log_prob: float, length: int, max_len: int, length_penalty: float) -> float:
+def normalised_score(log_prob: float, length: int, length_penalty: float, penalty_form: str = "power") -> float:
+    """score = sum of token log-probs / lp(length), with lp chosen by ``penalty_form``.
+
+    ``"power"``: lp(L) = L ** length_penalty, the plain power of the length.
+    ``"gnmt"``: lp(L) = ((5 + L) / 6) ** length_penalty, the penalty of Wu et al. (2016),
+    which the Transformer paper uses with length_penalty = 0.6. Both are 1 when
+    length_penalty is 0 (no normalisation) and grow with L, so both favour longer
+    hypotheses as length_penalty grows; "gnmt" grows more slowly for short sentences.
+    """
+    if penalty_form == "power":
+        return log_prob / length**length_penalty
+    if penalty_form == "gnmt":
+        return log_prob / ((5 + length) / 6) ** length_penalty
+    raise ValueError(f"penalty_form must be one of {PENALTY_FORMS}, got {penalty_form!r}.")
+
+
+def _best_possible(
+    log_prob: float, length: int, max_len: int, length_penalty: float, penalty_form: str = "power"
+) -> float:
     """An upper bound on the score any continuation of an unfinished hypothesis can reach.
 
     Adding tokens only lowers the summed log-probability, so the best case divides the
-    current sum by the most favourable length still reachable.
+    current sum by the most favourable length still reachable (both penalty forms grow with L).
     """
     best_len = max_len if length_penalty > 0 else length + 1
-    return normalised_score(log_prob, best_len, length_penalty)
+    return normalised_score(log_prob, best_len, length_penalty, penalty_form)
 
 
 def beam_search(
@@ -129,6 +145,7 @@ def beam_search(
     length_penalty: float = 0.0,
     n_best: int = 1,
     trace: list[list[dict[str, Any]]] | None = None,
+    penalty_form: str = "power",
 ) -> list[list[tuple[Tensor, float]]]:
     """Keep the ``beam_size`` most probable prefixes at every step, batched over sentences and beams.
 
@@ -138,8 +155,11 @@ def beam_search(
     included). A hypothesis ends at <eos> or after ``max_len`` tokens. ``beam_size=1``
     gives the same tokens as :func:`greedy_decode`. Pass a list as ``trace`` to receive,
     for the first sentence, every step's kept and pruned candidates (for
-    :func:`tx.viz.beam_search_tree`).
+    :func:`tx.viz.beam_search_tree`). ``penalty_form="gnmt"`` divides by
+    ((5 + len) / 6) ** ``length_penalty`` instead, the paper's penalty (see
+    :func:`normalised_score`).
     """
+    normalised_score(0.0, 1, length_penalty, penalty_form)  # an unknown penalty_form fails here, before any work
     _check_lengths(model, max_len)
     _check_ids(model, src, bos_id, eos_id)
     _check_beams(beam_size, n_best, length_penalty, trace)
@@ -166,7 +186,7 @@ def beam_search(
             parent, token = flat // V, flat % V  # [B, 2K]
             keep_parent, keep_token, keep_score = _select(
                 tokens.view(B, K, -1), top, parent, token, finished, active, step, max_len,
-                eos_id, length_penalty, n_best, trace,
+                eos_id, (length_penalty, penalty_form), n_best, trace,
             )
             if not any(active):
                 break
@@ -182,13 +202,14 @@ def beam_search(
 
 def _select(
     prefixes: Tensor, top: Tensor, parent: Tensor, token: Tensor, finished: list[list[Hypothesis]],
-    active: list[bool], step: int, max_len: int, eos_id: int, length_penalty: float, n_best: int,
+    active: list[bool], step: int, max_len: int, eos_id: int, penalty: tuple[float, str], n_best: int,
     trace: list | None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """One step's bookkeeping: candidates that end go to ``finished``; the best K others continue.
 
     prefixes [B, K, step]; top, parent, token [B, 2K], best first. Returns the kept beams'
     parent index, new token and summed log-prob, each [B, K] (-inf marks an empty beam).
+    ``penalty`` is ``(length_penalty, penalty_form)``.
     """
     B, K = prefixes.shape[:2]
     keep_parent = torch.zeros(B, K, dtype=torch.long)
@@ -208,7 +229,7 @@ def _select(
                 pruned.append((p, t, lp))
             elif ends:
                 seq = torch.cat([prefixes[b, p].cpu(), torch.tensor([t])])
-                finished[b].append(Hypothesis(seq, normalised_score(lp, step, length_penalty), lp))
+                finished[b].append(Hypothesis(seq, normalised_score(lp, step, *penalty), lp))
                 ended.append((p, t, lp))
             elif len(kept) < K:
                 kept.append((p, t, lp))
@@ -218,7 +239,7 @@ def _select(
             keep_parent[b, i], keep_token[b, i], keep_score[b, i] = p, t, lp
         if trace is not None and b == 0:
             trace.append(_trace_nodes(kept, ended, pruned))
-        active[b] = _still_searching(finished[b], keep_score[b], step, max_len, length_penalty, n_best)
+        active[b] = _still_searching(finished[b], keep_score[b], step, max_len, penalty, n_best)
     return keep_parent.to(top.device), keep_token.to(top.device), keep_score.to(top.device)
 
 
@@ -236,7 +257,7 @@ def _trace_nodes(kept: list, ended: list, pruned: list) -> list[dict[str, Any]]:
 
 
 def _still_searching(
-    hyps: list[Hypothesis], alive: Tensor, step: int, max_len: int, length_penalty: float, n_best: int
+    hyps: list[Hypothesis], alive: Tensor, step: int, max_len: int, penalty: tuple[float, str], n_best: int
 ) -> bool:
     """False once no live beam can still beat the n_best-th finished hypothesis."""
     best_alive = float(alive.max())
@@ -245,4 +266,4 @@ def _still_searching(
     if len(hyps) < n_best:
         return True
     nth_best = sorted((h.score for h in hyps), reverse=True)[n_best - 1]
-    return _best_possible(best_alive, step, max_len, length_penalty) > nth_best
+    return _best_possible(best_alive, step, max_len, *penalty) > nth_best

@@ -17,6 +17,7 @@ __all__ = ["translate", "exact_match", "bleu", "evaluate"]
 def translate(
     model: nn.Module, sentences: Sequence[str], src_vocab: data.Vocab, tgt_vocab: data.Vocab,
     beam_size: int = 1, max_len: int | None = None, length_penalty: float = 0.0, batch_size: int = 128,
+    penalty_form: str = "power",
 ) -> list[str]:
     """Translate sentences with greedy decoding (``beam_size=1``) or beam search; returns strings.
 
@@ -37,7 +38,8 @@ def translate(
         if beam_size == 1:
             rows = list(greedy_decode(model, src, max_len, tgt_vocab.bos_id, tgt_vocab.eos_id))
         else:
-            found = beam_search(model, src, beam_size, max_len, tgt_vocab.bos_id, tgt_vocab.eos_id, length_penalty)
+            found = beam_search(model, src, beam_size, max_len, tgt_vocab.bos_id, tgt_vocab.eos_id, length_penalty,
+                                penalty_form=penalty_form)
             rows = [hyps[0][0] for hyps in found]
         out.extend(tgt_vocab.decode(r) for r in rows)
     return out
@@ -59,13 +61,14 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
 def evaluate(
     model: nn.Module, pairs: Sequence[tuple[str, str]], src_vocab: data.Vocab, tgt_vocab: data.Vocab,
-    beam_size: int = 1, length_penalty: float = 0.0,
+    beam_size: int = 1, length_penalty: float = 0.0, penalty_form: str = "power",
 ) -> dict[str, float]:
     """Translate the source side of ``pairs``; return ``{"exact_match", "bleu", "n"}``."""
     data.check_pairs(pairs)
     sources = [s for s, _ in pairs]
     references = [t for _, t in pairs]
-    hyps = translate(model, sources, src_vocab, tgt_vocab, beam_size, length_penalty=length_penalty)
+    hyps = translate(model, sources, src_vocab, tgt_vocab, beam_size, length_penalty=length_penalty,
+                     penalty_form=penalty_form)
     return {"exact_match": exact_match(hyps, references), "bleu": bleu(hyps, references), "n": len(pairs)}
 
 

@@ -249,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--tsv", type=Path, help="train on this tab-separated corpus instead (Tatoeba layout)")
     parser.add_argument("--norm-first", action="store_true", help="pre-LN instead of the paper's post-LN")
     parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="CPU threads; sums split over threads round differently, and 2 wrote the book's checkpoint")
     args = parser.parse_args(argv)
     try:
         tcfg = _check_args(args)
@@ -257,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error(str(e))
     torch.manual_seed(args.seed)
     cfg = TransformerConfig.small(len(corpus.src_vocab), len(corpus.tgt_vocab), norm_first=args.norm_first)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)  # on CPU the same thread count gives the same weights, bit for bit
     model = Transformer.from_config(cfg).to(_device())
     try:
         history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
@@ -266,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     info = {"train": vars(tcfg) | {"pairs": args.pairs, "tsv": str(args.tsv) if args.tsv else None},
             "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1]}
     checkpoint.save(args.out, model, corpus.src_vocab, corpus.tgt_vocab, info=info)
+    torch.set_num_threads(threads)  # the caller's count again
     print(f"trained {args.steps} steps in {history['seconds']:.0f} s; test exact match "
           f"{scores['exact_match']:.1%}, BLEU {scores['bleu']:.1f} on {scores['n']} sentences; wrote {args.out}")
     return info
