@@ -131,10 +131,9 @@ class Grid:
                                    description=description, style=style)
 
 
-Control = Choice | Grid
 
 
-def _index(control: Control, value: Any, kind: str) -> int:
+def _index(control: Choice | Grid, value: Any, kind: str) -> int:
     for i, (_, v) in enumerate(control.options):
         if v == value:
             return i
@@ -175,7 +174,7 @@ _SERIAL = itertools.count(1)
 class Explorer:
     """``draw`` with its controls; shown in a notebook, it is a live widget and a static page."""
 
-    def __init__(self, draw: Callable[..., Any], controls: dict[str, Control], *, alt: str | None = None,
+    def __init__(self, draw: Callable[..., Any], controls: dict[str, Choice | Grid], *, alt: str | None = None,
                  max_states: int = MAX_STATES, dpi: int = DPI):
         if not callable(draw):
             raise ExplorerError(f"explore needs a function that draws a figure, got {draw!r}.")
@@ -218,7 +217,9 @@ class Explorer:
         """The frame key of a state: each control's option index, joined by "-"."""
         missing = set(self.controls) - set(values)
         if missing or set(values) - set(self.controls):
-            raise ExplorerError(f"give a value for exactly the controls {list(self.controls)}, got {list(values)}.")
+            raise ExplorerError(
+                f"give a value for exactly the controls {list(self.controls)}, got {list(values)}."
+            )
         return "-".join(str(_index(c, values[name], type(c).__name__)) for name, c in self.controls.items())
 
     def describe(self, values: dict[str, Any]) -> str:
@@ -256,7 +257,8 @@ class Explorer:
             png = _png(fig, self.dpi)
         finally:
             plt.close(fig)
-        return Frame(key=key, values=dict(values), png=png, text=printed.getvalue(), alt=self.describe(values))
+        return Frame(key=key, values=dict(values), png=png, text=printed.getvalue(),
+                     alt=self.describe(values))
 
     def frames(self) -> list[Frame]:
         """Every state, first state first, then in the order of the controls' options."""
@@ -336,13 +338,13 @@ class Explorer:
             "text/html": self.to_html(),
         }
         if os.environ.get(STATIC_ENV) != "1":
-            view = self.widget()._repr_mimebundle_()
-            data["application/vnd.jupyter.widget-view+json"] = view["application/vnd.jupyter.widget-view+json"]
+            view = "application/vnd.jupyter.widget-view+json"
+            data[view] = self.widget()._repr_mimebundle_()[view]
         return data
 
 
 def explore(draw: Callable[..., Any], *, alt: str | None = None, max_states: int = MAX_STATES,
-            dpi: int = DPI, **controls: Control) -> Explorer:
+            dpi: int = DPI, **controls: Choice | Grid) -> Explorer:
     """An explorer of ``draw(**values)`` over the given controls, shown by displaying it.
 
     ``alt`` is a template for each frame's alt text, filled with the state's values (a Choice's
