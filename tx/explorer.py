@@ -131,8 +131,6 @@ class Grid:
                                    description=description, style=style)
 
 
-
-
 def _index(control: Choice | Grid, value: Any, kind: str) -> int:
     for i, (_, v) in enumerate(control.options):
         if v == value:
