@@ -5,7 +5,8 @@ notebook shows it, it gives one display bundle with two forms of the same explor
 
 * ``application/vnd.jupyter.widget-view+json``: live ipywidgets (a dropdown per
   :class:`Choice`, a slider per :class:`Grid`) that call ``draw`` again at each change. A
-  ``Grid`` with ``free=(lo, hi, step)`` offers every value in that range in the notebook.
+  ``Grid`` with ``free=(lo, hi, step)`` offers every value in that range in the notebook, and a
+  ``Choice`` with ``free=True`` a text box that takes any text.
 * ``text/html``: every state the page can show (each combination of the controls' values),
   drawn once by the same ``draw`` and stored as a PNG, with native ``<select>`` and
   ``<input type="range">`` controls. ``_ext/static/tx-explorer.js`` (shipped with the website)
@@ -64,25 +65,37 @@ class Choice:
 
     ``options`` are values, or ``(label, value)`` pairs; ``value`` is the first state shown
     (the first option by default); ``label`` names the control (the keyword by default).
+    ``free=True`` (text options only) makes it a text box in Jupyter that suggests the options
+    and takes any text, e.g. a French sentence of the reader's own; the page offers the options.
     """
 
     options: list[tuple[str, Any]]
     value: Any
     label: str | None
+    free: bool
 
-    def __init__(self, options: Sequence[Any], value: Any = None, label: str | None = None):
+    def __init__(self, options: Sequence[Any], value: Any = None, label: str | None = None,
+                 free: bool = False):
         self.options = _options(options)
         if not self.options:
             raise ExplorerError("Choice needs at least one option.")
         self.value = self.options[0][1] if value is None else value
-        self.label = label
+        self.label, self.free = label, free
         _index(self, self.value, "Choice")
+        if free and not all(isinstance(v, str) and l == v for l, v in self.options):
+            raise ExplorerError("Choice(free=True) takes text options only (no (label, value) pairs).")
 
     def widget(self, description: str):
         import ipywidgets as widgets
 
+        style = {"description_width": "initial"}
+        if self.free:  # redraws on Enter or leaving the box, not at every key
+            return widgets.Combobox(options=[v for _, v in self.options], value=self.value,
+                                    description=description, ensure_option=False,
+                                    continuous_update=False, style=style,
+                                    layout=widgets.Layout(width="min(100%, 28em)"))
         return widgets.Dropdown(options=self.options, value=self.value, description=description,
-                                style={"description_width": "initial"})
+                                style=style)
 
 
 @dataclass(init=False)
