@@ -159,7 +159,7 @@ def test_an_axes_stands_for_its_figure_and_frames_close_their_figures():
 
 
 def test_frames_are_compact():
-    ex = explore(lambda n: line("x" * n, 50), n=Grid([1, 2]))
+    ex = explore(lambda n: line("x" * n, 50), n=Grid([1, 2]), dpi=80)
     for frame in ex.frames():
         assert frame.png.startswith(b"\x89PNG") and len(frame.png) < 40_000
         width = int.from_bytes(frame.png[16:20], "big")

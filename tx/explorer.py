@@ -40,7 +40,6 @@ from typing import Any
 __all__ = ["Choice", "Grid", "Explorer", "Frame", "ExplorerError", "explore", "MAX_STATES"]
 
 MAX_STATES = 64  # frames one explorer may put on a page (each a PNG of ~5-40 kB)
-DPI = 80  # frames are shown at most 700 px wide: 80 dpi keeps a 7-inch figure sharp there
 STATIC_ENV = "TX_EXPLORER_STATIC"  # set by the book build: no widgets, only the text/html form
 
 
@@ -165,12 +164,13 @@ class Frame:
     alt: str
 
 
-def _png(fig, dpi: int) -> bytes:
+def _png(fig, dpi: float | None) -> bytes:
     """The figure as a PNG of at most 256 colours: plots are flat colours and antialiased
     edges, so this looks the same and is about a third of the size of a full-colour PNG."""
     from PIL import Image
 
     buffer = io.BytesIO()
+    # dpi None: matplotlib's savefig.dpi, as for every other figure of the notebook (tx.viz sets it).
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
     small = io.BytesIO()
@@ -186,7 +186,7 @@ class Explorer:
     """``draw`` with its controls; shown in a notebook, it is a live widget and a static page."""
 
     def __init__(self, draw: Callable[..., Any], controls: dict[str, Choice | Grid], *, alt: str | None = None,
-                 max_states: int = MAX_STATES, dpi: int = DPI):
+                 max_states: int = MAX_STATES, dpi: float | None = None):
         if not callable(draw):
             raise ExplorerError(f"explore needs a function that draws a figure, got {draw!r}.")
         if not controls:
@@ -355,10 +355,11 @@ class Explorer:
 
 
 def explore(draw: Callable[..., Any], *, alt: str | None = None, max_states: int = MAX_STATES,
-            dpi: int = DPI, **controls: Choice | Grid) -> Explorer:
+            dpi: float | None = None, **controls: Choice | Grid) -> Explorer:
     """An explorer of ``draw(**values)`` over the given controls, shown by displaying it.
 
     ``alt`` is a template for each frame's alt text, filled with the state's values (a Choice's
-    option label, a Grid's number), e.g. ``"attention of {french!r}"``.
+    option label, a Grid's number), e.g. ``"attention of {french!r}"``. ``dpi`` defaults to
+    matplotlib's ``savefig.dpi``, so a frame is drawn as the notebook draws any other figure.
     """
     return Explorer(draw, controls, alt=alt, max_states=max_states, dpi=dpi)
