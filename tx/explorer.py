@@ -218,7 +218,7 @@ class Explorer:
 
     def labels(self) -> dict[str, str]:
         """Each control's visible label."""
-        return {name: c.label or name.replace("_", " ") for name, c in self.controls.items()}
+        return {name: c.label or name for name, c in self.controls.items()}
 
     def first(self) -> dict[str, Any]:
         """The values of the first state: what a reader without JavaScript sees."""
