@@ -159,7 +159,7 @@ def test_an_axes_stands_for_its_figure_and_frames_close_their_figures():
 
 
 def test_frames_are_compact():
-    ex = explore(lambda n: line("x" * n, 50), n=Grid([1, 2]))
+    ex = explore(lambda n: line("x" * n, 50), n=Grid([1, 2]), dpi=80)
     for frame in ex.frames():
         assert frame.png.startswith(b"\x89PNG") and len(frame.png) < 40_000
         width = int.from_bytes(frame.png[16:20], "big")
@@ -210,3 +210,20 @@ def test_the_live_widget_redraws_when_a_control_moves():
     menu.value = "b"
     assert calls == [(1, "a"), (7, "a"), (7, "b")]
     assert not plt.get_fignums(), "the live view closes the figures it shows"
+
+
+def test_a_free_choice_is_a_text_box_in_jupyter_that_takes_any_text():
+    calls = []
+
+    def draw(french):
+        calls.append(french)
+        return plt.figure(figsize=(1, 1))
+
+    ex = explore(draw, french=Choice(["le chat noir", "je suis étudiant"], free=True))
+    box = ex.widget().children[0].children[0]
+    assert type(box).__name__ == "Combobox" and box.options == ("le chat noir", "je suis étudiant")
+    box.value = "la maison bleue"  # not an option: the notebook draws it all the same
+    assert calls == ["le chat noir", "la maison bleue"]
+    assert len(parse(ex.to_html()).frames) == 2, "the page offers the options"
+    with pytest.raises(ExplorerError, match="text options only"):
+        Choice([("all heads", "all"), ("head 1", 0)], free=True)

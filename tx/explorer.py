@@ -5,7 +5,8 @@ notebook shows it, it gives one display bundle with two forms of the same explor
 
 * ``application/vnd.jupyter.widget-view+json``: live ipywidgets (a dropdown per
   :class:`Choice`, a slider per :class:`Grid`) that call ``draw`` again at each change. A
-  ``Grid`` with ``free=(lo, hi, step)`` offers every value in that range in the notebook.
+  ``Grid`` with ``free=(lo, hi, step)`` offers every value in that range in the notebook, and a
+  ``Choice`` with ``free=True`` a text box that takes any text.
 * ``text/html``: every state the page can show (each combination of the controls' values),
   drawn once by the same ``draw`` and stored as a PNG, with native ``<select>`` and
   ``<input type="range">`` controls. ``_ext/static/tx-explorer.js`` (shipped with the website)
@@ -39,7 +40,6 @@ from typing import Any
 __all__ = ["Choice", "Grid", "Explorer", "Frame", "ExplorerError", "explore", "MAX_STATES"]
 
 MAX_STATES = 64  # frames one explorer may put on a page (each a PNG of ~5-40 kB)
-DPI = 80  # frames are shown at most 700 px wide: 80 dpi keeps a 7-inch figure sharp there
 STATIC_ENV = "TX_EXPLORER_STATIC"  # set by the book build: no widgets, only the text/html form
 
 
@@ -64,25 +64,37 @@ class Choice:
 
     ``options`` are values, or ``(label, value)`` pairs; ``value`` is the first state shown
     (the first option by default); ``label`` names the control (the keyword by default).
+    ``free=True`` (text options only) makes it a text box in Jupyter that suggests the options
+    and takes any text, e.g. a French sentence of the reader's own; the page offers the options.
     """
 
     options: list[tuple[str, Any]]
     value: Any
     label: str | None
+    free: bool
 
-    def __init__(self, options: Sequence[Any], value: Any = None, label: str | None = None):
+    def __init__(self, options: Sequence[Any], value: Any = None, label: str | None = None,
+                 free: bool = False):
         self.options = _options(options)
         if not self.options:
             raise ExplorerError("Choice needs at least one option.")
         self.value = self.options[0][1] if value is None else value
-        self.label = label
+        self.label, self.free = label, free
         _index(self, self.value, "Choice")
+        if free and not all(isinstance(v, str) and l == v for l, v in self.options):
+            raise ExplorerError("Choice(free=True) takes text options only (no (label, value) pairs).")
 
     def widget(self, description: str):
         import ipywidgets as widgets
 
+        style = {"description_width": "initial"}
+        if self.free:  # redraws on Enter or leaving the box, not at every key
+            return widgets.Combobox(options=[v for _, v in self.options], value=self.value,
+                                    description=description, ensure_option=False,
+                                    continuous_update=False, style=style,
+                                    layout=widgets.Layout(width="min(100%, 28em)"))
         return widgets.Dropdown(options=self.options, value=self.value, description=description,
-                                style={"description_width": "initial"})
+                                style=style)
 
 
 @dataclass(init=False)
@@ -131,10 +143,7 @@ class Grid:
                                    description=description, style=style)
 
 
-Control = Choice | Grid
-
-
-def _index(control: Control, value: Any, kind: str) -> int:
+def _index(control: Choice | Grid, value: Any, kind: str) -> int:
     for i, (_, v) in enumerate(control.options):
         if v == value:
             return i
@@ -155,12 +164,13 @@ class Frame:
     alt: str
 
 
-def _png(fig, dpi: int) -> bytes:
+def _png(fig, dpi: float | None) -> bytes:
     """The figure as a PNG of at most 256 colours: plots are flat colours and antialiased
     edges, so this looks the same and is about a third of the size of a full-colour PNG."""
     from PIL import Image
 
     buffer = io.BytesIO()
+    # dpi None: matplotlib's savefig.dpi, as for every other figure of the notebook (tx.viz sets it).
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
     small = io.BytesIO()
@@ -175,8 +185,8 @@ _SERIAL = itertools.count(1)
 class Explorer:
     """``draw`` with its controls; shown in a notebook, it is a live widget and a static page."""
 
-    def __init__(self, draw: Callable[..., Any], controls: dict[str, Control], *, alt: str | None = None,
-                 max_states: int = MAX_STATES, dpi: int = DPI):
+    def __init__(self, draw: Callable[..., Any], controls: dict[str, Choice | Grid], *, alt: str | None = None,
+                 max_states: int = MAX_STATES, dpi: float | None = None):
         if not callable(draw):
             raise ExplorerError(f"explore needs a function that draws a figure, got {draw!r}.")
         if not controls:
@@ -208,7 +218,7 @@ class Explorer:
 
     def labels(self) -> dict[str, str]:
         """Each control's visible label."""
-        return {name: c.label or name.replace("_", " ") for name, c in self.controls.items()}
+        return {name: c.label or name for name, c in self.controls.items()}
 
     def first(self) -> dict[str, Any]:
         """The values of the first state: what a reader without JavaScript sees."""
@@ -218,7 +228,9 @@ class Explorer:
         """The frame key of a state: each control's option index, joined by "-"."""
         missing = set(self.controls) - set(values)
         if missing or set(values) - set(self.controls):
-            raise ExplorerError(f"give a value for exactly the controls {list(self.controls)}, got {list(values)}.")
+            raise ExplorerError(
+                f"give a value for exactly the controls {list(self.controls)}, got {list(values)}."
+            )
         return "-".join(str(_index(c, values[name], type(c).__name__)) for name, c in self.controls.items())
 
     def describe(self, values: dict[str, Any]) -> str:
@@ -256,7 +268,8 @@ class Explorer:
             png = _png(fig, self.dpi)
         finally:
             plt.close(fig)
-        return Frame(key=key, values=dict(values), png=png, text=printed.getvalue(), alt=self.describe(values))
+        return Frame(key=key, values=dict(values), png=png, text=printed.getvalue(),
+                     alt=self.describe(values))
 
     def frames(self) -> list[Frame]:
         """Every state, first state first, then in the order of the controls' options."""
@@ -336,16 +349,17 @@ class Explorer:
             "text/html": self.to_html(),
         }
         if os.environ.get(STATIC_ENV) != "1":
-            view = self.widget()._repr_mimebundle_()
-            data["application/vnd.jupyter.widget-view+json"] = view["application/vnd.jupyter.widget-view+json"]
+            view = "application/vnd.jupyter.widget-view+json"
+            data[view] = self.widget()._repr_mimebundle_()[view]
         return data
 
 
 def explore(draw: Callable[..., Any], *, alt: str | None = None, max_states: int = MAX_STATES,
-            dpi: int = DPI, **controls: Control) -> Explorer:
+            dpi: float | None = None, **controls: Choice | Grid) -> Explorer:
     """An explorer of ``draw(**values)`` over the given controls, shown by displaying it.
 
     ``alt`` is a template for each frame's alt text, filled with the state's values (a Choice's
-    option label, a Grid's number), e.g. ``"attention of {french!r}"``.
+    option label, a Grid's number), e.g. ``"attention of {french!r}"``. ``dpi`` defaults to
+    matplotlib's ``savefig.dpi``, so a frame is drawn as the notebook draws any other figure.
     """
     return Explorer(draw, controls, alt=alt, max_states=max_states, dpi=dpi)

@@ -111,7 +111,9 @@ def test_every_control_of_every_explorer_changes_the_figure(pages, docname):
                 after = _shown(page, root)
                 assert after["state"] != before["state"], f"{control['id']} = {value} changed no state"
                 assert after["src"] != before["src"], f"{control['id']} = {value} left the picture as it was"
-                assert after["alt"] != before["alt"], f"{control['id']} = {value}: the alt text still names {before['alt']!r}"
+                assert after["alt"] != before["alt"], (
+                    f"{control['id']} = {value}: the alt text still names {before['alt']!r}"
+                )
             explorers.nth(n).screenshot(path=f"{shot}-{n}-{control['id'].rsplit('-', 1)[-1]}.png")
             # back to the first state, so each control is tried from the state the page opens on
             for other in controls:
