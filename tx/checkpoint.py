@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_model, save_model
 
 from .config import TransformerConfig
-from .data import Vocab, check_vocabs
+from .data import Vocab, check_vocabs, vocab_from_dict
 from .model import Transformer
 
 __all__ = ["save", "load", "load_into", "read_metadata", "check_writable", "Checkpoint", "BOOK_MODEL"]
@@ -159,7 +159,7 @@ def _metadata(path: Path, header: dict[str, Any]) -> dict[str, Any]:
     try:
         out = {k: json.loads(meta[k]) for k in _JSON_KEYS if k in meta}
         out["config"] = TransformerConfig(**out["config"])
-        vocabs = [Vocab.from_dict(out[k]) if k in out else None for k in ("src_vocab", "tgt_vocab")]
+        vocabs = [vocab_from_dict(out[k]) if k in out else None for k in ("src_vocab", "tgt_vocab")]
         check_vocabs(out["config"], *vocabs)
     except (ValueError, TypeError, KeyError) as e:
         raise ValueError(f"{path} has damaged metadata ({e}); write the checkpoint again with python -m tx.train.") from None
@@ -190,7 +190,7 @@ def load(path: str | os.PathLike = BOOK_MODEL, device: torch.device | str = "cpu
     _check_tensors(path, header, model)
     load_model(model, str(path), device=str(device))
     model.to(device).eval()
-    vocabs = [Vocab.from_dict(meta[k]) if k in meta else None for k in ("src_vocab", "tgt_vocab")]
+    vocabs = [vocab_from_dict(meta[k]) if k in meta else None for k in ("src_vocab", "tgt_vocab")]
     return Checkpoint(model, *vocabs, meta.get("info", {}))
 
 

@@ -25,7 +25,7 @@ from .checks import check_int
 
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
-    "tokenize", "detokenize", "Vocab", "check_vocabs", "check_pairs",
+    "tokenize", "detokenize", "Vocab", "vocab_from_dict", "check_vocabs", "check_pairs",
     "ParallelCorpus", "load_corpus", "split_corpus",
     "load_parallel_tsv", "copy_pairs",
     "Batch", "encode_pairs", "pad", "batches",
@@ -77,6 +77,8 @@ class Vocab:
     """Word-level vocabulary: token strings <-> ids, the four specials always at ids 0-3."""
 
     pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
+    # tokenize() lowercases, so a translation can only be compared with a reference lowercased too.
+    comparison = "lowercased"
 
     def __init__(self, itos: Sequence[str]) -> None:
         """Wrap a list of tokens (id -> token); it must start with PAD, BOS, EOS, UNK."""
@@ -145,6 +147,14 @@ class Vocab:
             ids = [i for i in ids[:end] if i not in (BOS_ID, PAD_ID)]
         return detokenize(self.tokens(ids))
 
+    def normalise(self, text: str) -> str:
+        """``text`` as this vocabulary's decode would write it: lowercased, spaced by tokenize/detokenize.
+
+        Evaluation passes references through this, so that a translation (which comes out
+        lowercased) is compared with its reference on the same footing, never with a cased one.
+        """
+        return detokenize(tokenize(text))
+
     def to_dict(self) -> dict[str, list[str]]:
         """A JSON-safe form, to store in a checkpoint."""
         return {"itos": list(self.itos)}
@@ -155,6 +165,23 @@ class Vocab:
         return cls(d["itos"])
 
 
+def vocab_from_dict(d: dict) -> Vocab:
+    """A word :class:`Vocab` or a :class:`tx.subwords.SubwordVocab`, from the dict its ``to_dict`` wrote."""
+    if not isinstance(d, dict):
+        raise TypeError(f"a vocabulary is stored as a dict, got {type(d).__name__}.")
+    if d.get("kind") == "bpe":
+        from .subwords import SubwordVocab  # here: tx.subwords imports this module
+
+        return SubwordVocab.from_dict(d)
+    return Vocab.from_dict(d)
+
+
+def _is_vocab(vocab: object) -> bool:
+    from .subwords import SubwordVocab
+
+    return isinstance(vocab, (Vocab, SubwordVocab))
+
+
 def check_vocabs(config: object, src_vocab: Vocab | None, tgt_vocab: Vocab | None) -> None:
     """Raise a clear error unless the vocabularies fit a model's ``config`` (sizes and pad id).
 
@@ -163,8 +190,8 @@ def check_vocabs(config: object, src_vocab: Vocab | None, tgt_vocab: Vocab | Non
     for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
         if vocab is None:
             continue
-        if not isinstance(vocab, Vocab):
-            raise TypeError(f"{side}_vocab must be a tx.data.Vocab, got {type(vocab).__name__}.")
+        if not _is_vocab(vocab):
+            raise TypeError(f"{side}_vocab must be a tx.data.Vocab or a tx.subwords.SubwordVocab, got {type(vocab).__name__}.")
         size = getattr(config, f"{side}_vocab_size")
         if len(vocab) != size:
             swapped = src_vocab is not None and tgt_vocab is not None and (
