@@ -51,5 +51,5 @@ __all__ += ["explorer"]
 _LAZY.add("explorer")
 
 # Real corpora (issue 11): subword vocabularies, and the translation command `python -m tx.translate`.
-__all__ += ["subwords"]
-_LAZY.add("subwords")
+__all__ += ["subwords", "translate"]
+_LAZY.update({"subwords", "translate"})

@@ -191,7 +191,7 @@ def check_vocabs(config: object, src_vocab: Vocab | None, tgt_vocab: Vocab | Non
         if vocab is None:
             continue
         if not _is_vocab(vocab):
-            raise TypeError(f"{side}_vocab must be a tx.data.Vocab or a tx.subwords.SubwordVocab, got {type(vocab).__name__}.")
+            raise TypeError(f"{side}_vocab must be a tx.data.Vocab (words) or a tx.subwords.SubwordVocab (subwords), got {type(vocab).__name__}.")
         size = getattr(config, f"{side}_vocab_size")
         if len(vocab) != size:
             swapped = src_vocab is not None and tgt_vocab is not None and (
