@@ -108,7 +108,7 @@ def trained(tmp_path_factory):
     """`python -m tx.train --tsv` on a tiny three-column corpus: 4 steps, then --resume to 6."""
     tmp = tmp_path_factory.mktemp("real")
     corpus, out = write_tsv(tmp / "corpus.tsv", attribution=True), tmp / "m.safetensors"
-    first = run_cli("tx.train", "--tsv", str(corpus), "--out", str(out), "--steps", "4", "--vocab-size", "80")
+    first = run_cli("tx.train", "--tsv", str(corpus), "--out", str(out), "--steps", "4", "--vocab-size", "80", "--credit", "made up by the test")
     second = run_cli("tx.train", "--tsv", str(corpus), "--out", str(out), "--steps", "6", "--resume")
     return corpus, out, first, second
 
@@ -132,6 +132,7 @@ def test_resume_continues_the_steps_and_records_them(trained):
     assert second.returncode == 0, second.stderr
     info = tx.checkpoint.read_metadata(out)["info"]
     assert info["step"] == 6 and info["complete"] and info["compared"] == "cased"
+    assert info["credit"] == "made up by the test"  # kept through --resume
     assert set(info["test"]) == {"exact_match", "bleu", "n"}
     assert load_state(state_path(out)).step == 6
     assert "trained 6 steps" in second.stdout

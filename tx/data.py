@@ -412,8 +412,13 @@ def pad(seqs: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> Tensor:
 
 
 def batches(pairs: Iterable[Pair], src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int,
-            shuffle: bool = False, seed: int = 0, drop_last: bool = False) -> Iterator[Batch]:
-    """Padded batches of ``batch_size`` pairs, in order or in a seeded shuffled order."""
+            shuffle: bool = False, seed: int = 0, drop_last: bool = False, bucket: int = 0) -> Iterator[Batch]:
+    """Padded batches of ``batch_size`` pairs, in order or in a seeded shuffled order.
+
+    ``bucket=N`` (with ``shuffle``) sorts each run of N batches' worth of shuffled pairs by
+    length before cutting it into batches, and shuffles those batches: sentences of like
+    length share a batch, so a real corpus of mixed lengths wastes little on padding.
+    """
     pairs = list(pairs)
     # Checked here, not inside the generator, so a bad call fails where it is made.
     if not pairs:
@@ -421,17 +426,25 @@ def batches(pairs: Iterable[Pair], src_vocab: Vocab, tgt_vocab: Vocab, batch_siz
                          "(source, target) strings")
     check_pairs(pairs)
     check_int("batch_size", batch_size, low=1)
+    check_int("bucket", bucket, low=0)
     return _iter_batches(encode_pairs(pairs, src_vocab, tgt_vocab), batch_size, shuffle, seed,
-                         drop_last)
+                         drop_last, bucket)
 
 
 def _iter_batches(encoded: list[tuple[list[int], list[int]]], batch_size: int, shuffle: bool,
-                  seed: int, drop_last: bool) -> Iterator[Batch]:
+                  seed: int, drop_last: bool, bucket: int = 0) -> Iterator[Batch]:
     """The generator behind ``batches``."""
     order = list(range(len(encoded)))
+    starts = list(range(0, len(order), batch_size))
     if shuffle:
-        order = torch.randperm(len(order), generator=torch.Generator().manual_seed(seed)).tolist()
-    for start in range(0, len(order), batch_size):
+        gen = torch.Generator().manual_seed(seed)
+        order = torch.randperm(len(order), generator=gen).tolist()
+        if bucket:
+            size = bucket * batch_size
+            length = lambda i: max(len(encoded[i][0]), len(encoded[i][1]))  # noqa: E731
+            order = [i for a in range(0, len(order), size) for i in sorted(order[a : a + size], key=length)]
+            starts = [starts[k] for k in torch.randperm(len(starts), generator=gen).tolist()]
+    for start in starts:
         chunk = [encoded[i] for i in order[start : start + batch_size]]
         if drop_last and len(chunk) < batch_size:
             return

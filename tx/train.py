@@ -31,7 +31,7 @@ from .model import Transformer
 __all__ = [
     "TrainConfig", "rate", "warmup_schedule", "make_optimizer", "smoothed_targets",
     "loss_fn", "fit", "valid_loss", "check_lengths", "main",
-    "TrainState", "save_state", "load_state", "state_path",
+    "TrainState", "save_state", "load_state", "state_path", "subword_vocabs",
 ]
 
 
@@ -49,8 +49,10 @@ class TrainConfig:
     seed: int = 0  # seeds dropout and the shuffling of batches
     minutes: float | None = None  # a time budget: stop after this many minutes of training even before `steps`
     save_every: int = 500  # steps between the calls of fit's `save` (a checkpoint to resume from)
+    bucket: int = 0  # > 0: batches of like-length sentences, sorted within runs of this many batches (less padding)
 
     def __post_init__(self) -> None:
+        check_int("bucket", self.bucket, low=0)
         for name in ("steps", "batch_size", "warmup", "eval_every", "save_every"):
             check_int(name, getattr(self, name), low=1)
         if self.minutes is not None:
@@ -64,7 +66,7 @@ class TrainConfig:
     def real(cls, **overrides: Any) -> "TrainConfig":
         """The preset for a real corpus (``python -m tx.train --tsv``): bounded by time, checkpointed as it goes."""
         preset = dict(steps=100_000, batch_size=96, warmup=1000, lr_factor=1.0, eval_every=1000,
-                      save_every=500, minutes=10.0)
+                      save_every=500, minutes=10.0, bucket=50)
         return cls(**{**preset, **overrides})
 
 
@@ -241,7 +243,8 @@ def fit(
     model.train()
     last = False
     while step < config.steps:
-        stream = data.batches(train_pairs, src_vocab, tgt_vocab, config.batch_size, shuffle=True, seed=config.seed + epoch)
+        stream = data.batches(train_pairs, src_vocab, tgt_vocab, config.batch_size, shuffle=True,
+                              seed=config.seed + epoch, bucket=config.bucket)
         for batch in itertools.islice(stream, skip, None):
             batch = batch.to(dev)
             loss = loss_fn(model(batch.src, batch.tgt_in), batch.tgt_out, model.config.pad_id, config.label_smoothing)
@@ -475,7 +478,8 @@ def _add_real_corpus_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minutes", type=float, help="stop after this many minutes of training (default with "
                         f"--tsv: {TrainConfig.real().minutes:g}; the steps still cap it)")
     parser.add_argument("--resume", action="store_true", help="--tsv: continue the run whose checkpoint is --out")
-    parser.add_argument("--vocab-size", type=int, default=8000, help="--tsv: BPE pieces per language (default 8000)")
+    parser.add_argument("--vocab-size", type=int, default=4000, help="--tsv: BPE pieces per language (default 4000)")
+    parser.add_argument("--credit", default="", help="--tsv: the corpus's source and licence, kept in the checkpoint")
 
 
 def _sha256(path: Path) -> str:
@@ -487,7 +491,6 @@ def _sha256(path: Path) -> str:
 def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
     """``--tsv``: BPE vocabularies of the training split, the real-corpus presets, a time budget, resumable."""
     from . import checkpoint, evaluate
-    from .subwords import SubwordVocab
 
     try:
         tcfg = _check_args(args)
@@ -495,24 +498,22 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict
             raise ValueError(f"--vocab-size must be at least 5 (four specials and a piece), got {args.vocab_size}.")
         corpus = _load(args, TransformerConfig.real(4, 4).max_len)
         digest = _sha256(args.tsv)
-        resume, model = None, None
+        resume, model, credit = None, None, args.credit
         if args.resume:
             ck = checkpoint.load(args.out, _device())
             resume = load_state(state_path(args.out))
             _check_same_run(ck.info, args, digest, resume)
             model, src_vocab, tgt_vocab = ck.model, ck.src_vocab, ck.tgt_vocab
+            credit = credit or ck.info.get("credit", "")
         else:
-            src_vocab = SubwordVocab.train([fr for fr, _ in corpus.train], args.vocab_size)
-            tgt_vocab = SubwordVocab.train([en for _, en in corpus.train], args.vocab_size)
-        for split in ("train", "valid", "test"):  # in pieces now: a long word may need many
-            check_lengths(getattr(corpus, split), TransformerConfig.real(4, 4).max_len, split, src_vocab, tgt_vocab)
+            src_vocab, tgt_vocab = subword_vocabs(corpus, args.vocab_size)
     except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
     if model is None:
         torch.manual_seed(args.seed)
         cfg = TransformerConfig.real(len(src_vocab), len(tgt_vocab), norm_first=args.norm_first)
         model = Transformer.from_config(cfg).to(_device())
-    run = {"tsv": args.tsv.name, "tsv_sha256": digest, "seed": args.seed, "vocab": "BPE (Hugging Face tokenizers), cased",
+    run = {"tsv": args.tsv.name, "tsv_sha256": digest, "credit": credit, "seed": args.seed, "vocab": "BPE (Hugging Face tokenizers), cased",
            "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")}}
 
     def save(state: TrainState) -> None:
@@ -532,6 +533,20 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict
     print(f"trained {info['step']} steps in {history['seconds'] / 60:.1f} min; on {scores['n']} held-out sentences "
           f"({tgt_vocab.comparison}): BLEU {scores['bleu']:.1f}, exact match {scores['exact_match']:.1%}; wrote {args.out}")
     return info
+
+
+def subword_vocabs(corpus: data.ParallelCorpus, vocab_size: int = 4000) -> tuple[Any, Any]:
+    """Cased BPE vocabularies (French, English) learned from ``corpus.train`` alone, every split checked to fit.
+
+    What ``python -m tx.train --tsv`` trains with; ``bench/real_corpus.py`` uses it too.
+    """
+    from .subwords import SubwordVocab
+
+    src_vocab = SubwordVocab.train([fr for fr, _ in corpus.train], vocab_size)
+    tgt_vocab = SubwordVocab.train([en for _, en in corpus.train], vocab_size)
+    for split in ("train", "valid", "test"):  # in pieces now: a long word may need many
+        check_lengths(getattr(corpus, split), TransformerConfig.real(4, 4).max_len, split, src_vocab, tgt_vocab)
+    return src_vocab, tgt_vocab
 
 
 def _check_same_run(info: dict[str, Any], args: argparse.Namespace, digest: str, state: TrainState) -> None:
