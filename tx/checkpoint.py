@@ -22,13 +22,16 @@ from .config import TransformerConfig
 from .data import Vocab, check_vocabs, vocab_from_dict
 from .model import Transformer
 
-__all__ = ["save", "load", "load_into", "read_metadata", "check_writable", "Checkpoint", "BOOK_MODEL"]
+__all__ = ["save", "load", "load_into", "read_metadata", "check_writable", "Checkpoint", "BOOK_MODEL", "REAL_MODEL"]
 
 _JSON_KEYS = ("config", "info", "src_vocab", "tgt_vocab")
 _CHECKSUM = "tensor_sha256"  # metadata key: SHA-256 of every byte after the header
 
 BOOK_MODEL = Path(__file__).parent / "checkpoints" / "fr_en_small.safetensors"
 """The book's small French->English model, written by ``python -m tx.train`` (see the README)."""
+
+REAL_MODEL = Path(__file__).parent / "checkpoints" / "fr_en_real.safetensors"
+"""The French->English model trained on real Tatoeba sentences, cased, in subwords (see the README)."""
 
 
 @dataclass

@@ -513,7 +513,8 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict
         torch.manual_seed(args.seed)
         cfg = TransformerConfig.real(len(src_vocab), len(tgt_vocab), norm_first=args.norm_first)
         model = Transformer.from_config(cfg).to(_device())
-    run = {"tsv": args.tsv.name, "tsv_sha256": digest, "credit": credit, "seed": args.seed, "vocab": "BPE (Hugging Face tokenizers), cased",
+    run = {"tsv": args.tsv.name, "tsv_sha256": digest, "credit": credit, "seed": args.seed,
+           "vocab": f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} + {len(tgt_vocab)} pieces",
            "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")}}
 
     def save(state: TrainState) -> None:
