@@ -143,6 +143,8 @@ def test_resume_refuses_another_corpus_or_a_missing_run(trained, tmp_path):
     other = write_tsv(tmp_path / "other.tsv", n=70)
     done = run_cli("tx.train", "--tsv", str(other), "--out", str(out), "--steps", "8", "--resume")
     assert done.returncode == 2 and "another corpus" in done.stderr
+    done = run_cli("tx.train", "--tsv", str(corpus), "--out", str(out), "--steps", "6", "--resume")
+    assert done.returncode == 2 and "its whole --steps 6" in done.stderr
     done = run_cli("tx.train", "--tsv", str(corpus), "--out", str(tmp_path / "none.safetensors"), "--resume")
     assert done.returncode == 2 and "no checkpoint at" in done.stderr
     done = run_cli("tx.train", "--out", str(tmp_path / "x.safetensors"), "--resume")

@@ -373,7 +373,8 @@ class _LogProgress:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Train the book's model on the built-in corpus, report test-set figures, write a checkpoint.
+    """Train the book's model on the built-in corpus (or, with --tsv, a cased subword model of a real corpus,
+    within a time budget), report test-set figures, write a checkpoint.
 
     Every argument, the corpus and the output path are checked before the first step; a bad
     one stops the command with exit status 2 and a message that names it.
@@ -503,6 +504,12 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict
             ck = checkpoint.load(args.out, _device())
             resume = load_state(state_path(args.out))
             _check_same_run(ck.info, args, digest, resume)
+            if tcfg.minutes is not None and resume.seconds >= 60 * tcfg.minutes:
+                raise ValueError(f"--resume: the run has trained {resume.seconds / 60:.1f} minutes, its whole "
+                                 f"--minutes {tcfg.minutes:g}; give a larger --minutes to train it longer.")
+            if resume.step >= tcfg.steps:
+                raise ValueError(f"--resume: the run has done {resume.step} steps, its whole --steps {tcfg.steps}; "
+                                 "give a larger --steps to train it longer.")
             model, src_vocab, tgt_vocab = ck.model, ck.src_vocab, ck.tgt_vocab
             credit = credit or ck.info.get("credit", "")
         else:
