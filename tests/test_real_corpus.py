@@ -153,7 +153,7 @@ def test_resume_refuses_another_corpus_or_a_missing_run(trained, tmp_path):
 
 def test_translate_command_reads_arguments_or_standard_input_in_order(trained):
     _, out, _, _ = trained
-    by_args = run_cli("tx.translate", str(out), "Qui a gagné ?", "Tom est là.")
+    by_args = run_cli("tx.translate", str(out), "--beam", "3", "Qui a gagné ?", "Tom est là.")
     assert by_args.returncode == 0, by_args.stderr
     assert len(by_args.stdout.splitlines()) == 2
     stdin = subprocess.run([sys.executable, "-m", "tx.translate", str(out), "--beam", "2"], input="Qui a gagné ?\n\nTom est là.\n",

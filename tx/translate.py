@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> list[str]:
     parser.add_argument("--beam", type=int, default=1, metavar="K", help="beam size; 1 (the default) decodes greedily")
     parser.add_argument("--length-penalty", type=float, default=0.6,
                         help="beam search divides a hypothesis's log-probability by length**this (default 0.6)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options before, between or after the sentences
     if args.beam < 1:
         parser.error(f"--beam must be at least 1, got {args.beam}.")
     try:
