@@ -329,7 +329,7 @@ CASES = [
     Case("translate-ints", call(evaluate.translate, MODEL, [1, 2], SRC_VOCAB, TGT_VOCAB), TypeError, r"sentences must be a list of strings"),
     Case("translate-vocabs-swapped", call(evaluate.translate, MODEL, ["s1"], TGT_VOCAB, SRC_VOCAB), ValueError, r"src_vocab has 11 words but the model's src_vocab_size is 13: .*look swapped"),
     Case("translate-vocab-other-corpus", call(evaluate.translate, MODEL, ["s1"], Vocab([*data.SPECIALS, "x"]), TGT_VOCAB), ValueError, r"src_vocab has 5 words but the model's src_vocab_size is 13\. Pass the vocabularies"),
-    Case("translate-vocab-not-vocab", call(evaluate.translate, MODEL, ["s1"], {"s1": 4}, TGT_VOCAB), TypeError, r"src_vocab must be a tx.data.Vocab, got dict"),
+    Case("translate-vocab-not-vocab", call(evaluate.translate, MODEL, ["s1"], {"s1": 4}, TGT_VOCAB), TypeError, r"src_vocab must be a tx.data.Vocab \(words\) or a tx.subwords.SubwordVocab \(subwords\), got dict"),
     Case("translate-max-len-zero", call(evaluate.translate, MODEL, ["s1"], SRC_VOCAB, TGT_VOCAB, max_len=0), ValueError, r"max_len must be at least 1"),
     Case("translate-batch-size-negative", call(evaluate.translate, MODEL, ["s1"], SRC_VOCAB, TGT_VOCAB, batch_size=-1), ValueError, r"batch_size must be at least 1, got -1"),
     Case("translate-beam-zero", call(evaluate.translate, MODEL, ["s1"], SRC_VOCAB, TGT_VOCAB, beam_size=0), ValueError, r"beam_size must be at least 1, got 0"),

@@ -255,3 +255,18 @@ def test_batches_reject_bad_input_when_called(small_task) -> None:
         batches([], src_vocab, tgt_vocab, batch_size=4)  # no next(): fails at the call
     with pytest.raises(ValueError, match="batch_size"):
         batches([("oui", "yes")], src_vocab, tgt_vocab, batch_size=0)
+
+
+def test_bucketed_batches_hold_every_pair_once_with_less_padding():
+    import random
+
+    rng = random.Random(0)
+    pairs = [(" ".join(["a"] * n), " ".join(["b"] * n)) for n in (rng.randint(1, 30) for _ in range(400))]
+    vocab = Vocab.build(["a b"])
+    plain = list(batches(pairs, vocab, vocab, 16, shuffle=True, seed=3))
+    bucketed = list(batches(pairs, vocab, vocab, 16, shuffle=True, seed=3, bucket=10))
+    tokens = lambda bs: sorted(tuple(row[row != 0].tolist()) for b in bs for row in b.src)  # noqa: E731
+    assert tokens(bucketed) == tokens(plain) and len(bucketed) == len(plain) == 25
+    assert sum(b.src.numel() for b in bucketed) < 0.7 * sum(b.src.numel() for b in plain)
+    again = list(batches(pairs, vocab, vocab, 16, shuffle=True, seed=3, bucket=10))
+    assert all(torch.equal(a.src, b.src) for a, b in zip(bucketed, again))  # seeded: a resumed run sees the same

@@ -1,6 +1,7 @@
 import pytest
 
 import tx
+from conftest import tiny_model
 
 
 def test_exact_match_counts_identical_sentences():
@@ -26,3 +27,42 @@ def test_book_checkpoint_translates_the_running_examples():
     assert greedy == ["i am a student", "thanks", "the black cat"]
     assert beam == greedy
     assert ck.info["test"]["exact_match"] >= 0.9
+
+
+# Issue 11: the word tokenizer lowercases every translation, so a cased reference never matched
+# and a right translation scored 0% exact match. References are now written the way the target
+# vocabulary writes its output, and the vocabulary names that comparison.
+CASED = [("je suis étudiant", "I am a student"), ("merci", "Thanks"), ("le chat noir", "The black cat")]
+
+
+def test_word_vocab_output_is_compared_lowercased_with_cased_references():
+    ck = tx.checkpoint.load()
+    scores = tx.evaluate.evaluate(ck.model, CASED, ck.src_vocab, ck.tgt_vocab)
+    assert ck.tgt_vocab.comparison == "lowercased"
+    assert scores["exact_match"] == 1.0  # was 0.0: "i am a student" against "I am a student"
+    assert scores["bleu"] == pytest.approx(100.0)
+
+
+def test_a_reference_keeps_its_words_when_normalised():
+    vocab = tx.checkpoint.load().tgt_vocab
+    assert vocab.normalise("Who WON ?") == "who won?"
+    assert vocab.normalise("It’s Tom's.") == "it's tom's."
+
+
+def _fixed_translations(monkeypatch, outputs):
+    monkeypatch.setattr(tx.evaluate, "translate", lambda *args, **kw: list(outputs))
+
+
+def test_subword_output_is_compared_cased(monkeypatch):
+    from tx.subwords import SubwordVocab
+
+    refs = ["Who won?", "Tom is here.", "I  know."]
+    vocab = SubwordVocab.train(refs * 3, vocab_size=60, min_frequency=1)
+    model = tiny_model(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab))
+    pairs = [("qui a gagné ?", refs[0]), ("Tom est là.", refs[1]), ("Je sais.", refs[2])]
+    assert vocab.comparison == "cased"
+    _fixed_translations(monkeypatch, ["Who won?", "tom is here.", "I know."])
+    scores = tx.evaluate.evaluate(model, pairs, vocab, vocab)
+    assert scores["exact_match"] == pytest.approx(2 / 3)  # case counts; the double space does not
+    _fixed_translations(monkeypatch, refs)
+    assert tx.evaluate.evaluate(model, pairs, vocab, vocab)["bleu"] == pytest.approx(100.0)

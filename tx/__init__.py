@@ -49,3 +49,7 @@ def __getattr__(name: str) -> Any:
 # Explorers (tx/explorer.py): figures with controls, live in Jupyter and precomputed on the website.
 __all__ += ["explorer"]
 _LAZY.add("explorer")
+
+# Real corpora (issue 11): subword vocabularies, and the translation command `python -m tx.translate`.
+__all__ += ["subwords", "translate"]
+_LAZY.update({"subwords", "translate"})

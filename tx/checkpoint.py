@@ -19,16 +19,19 @@ import torch
 from safetensors.torch import load_model, save_model
 
 from .config import TransformerConfig
-from .data import Vocab, check_vocabs
+from .data import Vocab, check_vocabs, vocab_from_dict
 from .model import Transformer
 
-__all__ = ["save", "load", "load_into", "read_metadata", "check_writable", "Checkpoint", "BOOK_MODEL"]
+__all__ = ["save", "load", "load_into", "read_metadata", "check_writable", "Checkpoint", "BOOK_MODEL", "REAL_MODEL"]
 
 _JSON_KEYS = ("config", "info", "src_vocab", "tgt_vocab")
 _CHECKSUM = "tensor_sha256"  # metadata key: SHA-256 of every byte after the header
 
 BOOK_MODEL = Path(__file__).parent / "checkpoints" / "fr_en_small.safetensors"
 """The book's small French->English model, written by ``python -m tx.train`` (see the README)."""
+
+REAL_MODEL = Path(__file__).parent / "checkpoints" / "fr_en_real.safetensors"
+"""The French->English model trained on real Tatoeba sentences, cased, in subwords (see the README)."""
 
 
 @dataclass
@@ -159,7 +162,7 @@ def _metadata(path: Path, header: dict[str, Any]) -> dict[str, Any]:
     try:
         out = {k: json.loads(meta[k]) for k in _JSON_KEYS if k in meta}
         out["config"] = TransformerConfig(**out["config"])
-        vocabs = [Vocab.from_dict(out[k]) if k in out else None for k in ("src_vocab", "tgt_vocab")]
+        vocabs = [vocab_from_dict(out[k]) if k in out else None for k in ("src_vocab", "tgt_vocab")]
         check_vocabs(out["config"], *vocabs)
     except (ValueError, TypeError, KeyError) as e:
         raise ValueError(f"{path} has damaged metadata ({e}); write the checkpoint again with python -m tx.train.") from None
@@ -190,7 +193,7 @@ def load(path: str | os.PathLike = BOOK_MODEL, device: torch.device | str = "cpu
     _check_tensors(path, header, model)
     load_model(model, str(path), device=str(device))
     model.to(device).eval()
-    vocabs = [Vocab.from_dict(meta[k]) if k in meta else None for k in ("src_vocab", "tgt_vocab")]
+    vocabs = [vocab_from_dict(meta[k]) if k in meta else None for k in ("src_vocab", "tgt_vocab")]
     return Checkpoint(model, *vocabs, meta.get("info", {}))
 
 

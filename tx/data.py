@@ -25,7 +25,7 @@ from .checks import check_int
 
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
-    "tokenize", "detokenize", "Vocab", "check_vocabs", "check_pairs",
+    "tokenize", "detokenize", "Vocab", "vocab_from_dict", "check_vocabs", "check_pairs",
     "ParallelCorpus", "load_corpus", "split_corpus",
     "load_parallel_tsv", "copy_pairs",
     "Batch", "encode_pairs", "pad", "batches",
@@ -77,6 +77,8 @@ class Vocab:
     """Word-level vocabulary: token strings <-> ids, the four specials always at ids 0-3."""
 
     pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
+    # tokenize() lowercases, so a translation can only be compared with a reference lowercased too.
+    comparison = "lowercased"
 
     def __init__(self, itos: Sequence[str]) -> None:
         """Wrap a list of tokens (id -> token); it must start with PAD, BOS, EOS, UNK."""
@@ -145,6 +147,14 @@ class Vocab:
             ids = [i for i in ids[:end] if i not in (BOS_ID, PAD_ID)]
         return detokenize(self.tokens(ids))
 
+    def normalise(self, text: str) -> str:
+        """``text`` as this vocabulary's decode would write it: lowercased, spaced by tokenize/detokenize.
+
+        Evaluation passes references through this, so that a translation (which comes out
+        lowercased) is compared with its reference on the same footing, never with a cased one.
+        """
+        return detokenize(tokenize(text))
+
     def to_dict(self) -> dict[str, list[str]]:
         """A JSON-safe form, to store in a checkpoint."""
         return {"itos": list(self.itos)}
@@ -155,6 +165,23 @@ class Vocab:
         return cls(d["itos"])
 
 
+def vocab_from_dict(d: dict) -> Vocab:
+    """A word :class:`Vocab` or a :class:`tx.subwords.SubwordVocab`, from the dict its ``to_dict`` wrote."""
+    if not isinstance(d, dict):
+        raise TypeError(f"a vocabulary is stored as a dict, got {type(d).__name__}.")
+    if d.get("kind") == "bpe":
+        from .subwords import SubwordVocab  # here: tx.subwords imports this module
+
+        return SubwordVocab.from_dict(d)
+    return Vocab.from_dict(d)
+
+
+def _is_vocab(vocab: object) -> bool:
+    from .subwords import SubwordVocab
+
+    return isinstance(vocab, (Vocab, SubwordVocab))
+
+
 def check_vocabs(config: object, src_vocab: Vocab | None, tgt_vocab: Vocab | None) -> None:
     """Raise a clear error unless the vocabularies fit a model's ``config`` (sizes and pad id).
 
@@ -163,8 +190,8 @@ def check_vocabs(config: object, src_vocab: Vocab | None, tgt_vocab: Vocab | Non
     for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
         if vocab is None:
             continue
-        if not isinstance(vocab, Vocab):
-            raise TypeError(f"{side}_vocab must be a tx.data.Vocab, got {type(vocab).__name__}.")
+        if not _is_vocab(vocab):
+            raise TypeError(f"{side}_vocab must be a tx.data.Vocab (words) or a tx.subwords.SubwordVocab (subwords), got {type(vocab).__name__}.")
         size = getattr(config, f"{side}_vocab_size")
         if len(vocab) != size:
             swapped = src_vocab is not None and tgt_vocab is not None and (
@@ -385,8 +412,13 @@ def pad(seqs: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> Tensor:
 
 
 def batches(pairs: Iterable[Pair], src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int,
-            shuffle: bool = False, seed: int = 0, drop_last: bool = False) -> Iterator[Batch]:
-    """Padded batches of ``batch_size`` pairs, in order or in a seeded shuffled order."""
+            shuffle: bool = False, seed: int = 0, drop_last: bool = False, bucket: int = 0) -> Iterator[Batch]:
+    """Padded batches of ``batch_size`` pairs, in order or in a seeded shuffled order.
+
+    ``bucket=N`` (with ``shuffle``) sorts each run of N batches' worth of shuffled pairs by
+    length before cutting it into batches, and shuffles those batches: sentences of like
+    length share a batch, so a real corpus of mixed lengths wastes little on padding.
+    """
     pairs = list(pairs)
     # Checked here, not inside the generator, so a bad call fails where it is made.
     if not pairs:
@@ -394,17 +426,25 @@ def batches(pairs: Iterable[Pair], src_vocab: Vocab, tgt_vocab: Vocab, batch_siz
                          "(source, target) strings")
     check_pairs(pairs)
     check_int("batch_size", batch_size, low=1)
+    check_int("bucket", bucket, low=0)
     return _iter_batches(encode_pairs(pairs, src_vocab, tgt_vocab), batch_size, shuffle, seed,
-                         drop_last)
+                         drop_last, bucket)
 
 
 def _iter_batches(encoded: list[tuple[list[int], list[int]]], batch_size: int, shuffle: bool,
-                  seed: int, drop_last: bool) -> Iterator[Batch]:
+                  seed: int, drop_last: bool, bucket: int = 0) -> Iterator[Batch]:
     """The generator behind ``batches``."""
     order = list(range(len(encoded)))
+    starts = list(range(0, len(order), batch_size))
     if shuffle:
-        order = torch.randperm(len(order), generator=torch.Generator().manual_seed(seed)).tolist()
-    for start in range(0, len(order), batch_size):
+        gen = torch.Generator().manual_seed(seed)
+        order = torch.randperm(len(order), generator=gen).tolist()
+        if bucket:
+            size = bucket * batch_size
+            length = lambda i: max(len(encoded[i][0]), len(encoded[i][1]))  # noqa: E731
+            order = [i for a in range(0, len(order), size) for i in sorted(order[a : a + size], key=length)]
+            starts = [starts[k] for k in torch.randperm(len(starts), generator=gen).tolist()]
+    for start in starts:
         chunk = [encoded[i] for i in order[start : start + batch_size]]
         if drop_last and len(chunk) < batch_size:
             return

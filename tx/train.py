@@ -9,9 +9,13 @@ write a checkpoint.
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import math
+import os
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -27,6 +31,7 @@ from .model import Transformer
 __all__ = [
     "TrainConfig", "rate", "warmup_schedule", "make_optimizer", "smoothed_targets",
     "loss_fn", "fit", "valid_loss", "check_lengths", "main",
+    "TrainState", "save_state", "load_state", "state_path", "subword_vocabs",
 ]
 
 
@@ -42,14 +47,87 @@ class TrainConfig:
     clip_norm: float = 1.0  # gradient-norm clip: guards the first steps of post-LN training
     eval_every: int = 200  # steps between validation losses
     seed: int = 0  # seeds dropout and the shuffling of batches
+    minutes: float | None = None  # a time budget: stop after this many minutes of training even before `steps`
+    save_every: int = 500  # steps between the calls of fit's `save` (a checkpoint to resume from)
+    bucket: int = 0  # > 0: batches of like-length sentences, sorted within runs of this many batches (less padding)
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "warmup", "eval_every"):
+        check_int("bucket", self.bucket, low=0)
+        for name in ("steps", "batch_size", "warmup", "eval_every", "save_every"):
             check_int(name, getattr(self, name), low=1)
+        if self.minutes is not None:
+            check_float("minutes", self.minutes, 0, low_open=True)
         check_float("lr_factor", self.lr_factor, 0, low_open=True)
         check_float("label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         check_float("clip_norm", self.clip_norm, 0, low_open=True)
         check_int("seed", self.seed, low=-(2**63), high=2**63 - 1)  # what torch.manual_seed accepts
+
+    @classmethod
+    def real(cls, **overrides: Any) -> "TrainConfig":
+        """The preset for a real corpus (``python -m tx.train --tsv``): bounded by time, checkpointed as it goes."""
+        preset = dict(steps=100_000, batch_size=96, warmup=1000, lr_factor=1.0, eval_every=1000,
+                      save_every=500, minutes=10.0, bucket=50)
+        return cls(**{**preset, **overrides})
+
+
+@dataclass
+class TrainState:
+    """Where a run stands, to resume it: steps done, the optimiser's and the schedule's states, time spent."""
+
+    step: int = 0
+    seconds: float = 0.0  # training time of every run so far (a time budget counts them all)
+    tokens: int = 0
+    optimizer: dict[str, Any] = field(default_factory=dict)  # Adam's state_dict()
+    schedule: dict[str, Any] = field(default_factory=dict)  # the LambdaLR's state_dict()
+
+
+def state_path(checkpoint_path: str | os.PathLike) -> Path:
+    """Where ``python -m tx.train`` keeps a run's :class:`TrainState`: beside the checkpoint, NAME.state.safetensors."""
+    path = Path(checkpoint_path)
+    return path.with_name(path.name.removesuffix(".safetensors") + ".state.safetensors")
+
+
+def save_state(path: str | os.PathLike, state: TrainState) -> Path:
+    """Write a :class:`TrainState` as safetensors (Adam's moments as tensors, the rest as JSON); never pickle."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    tensors = {f"{i}.{key}": value.detach().cpu().contiguous()
+               for i, entries in state.optimizer.get("state", {}).items() for key, value in entries.items()}
+    meta = {"format": "tx-train-state", "step": str(state.step), "seconds": repr(float(state.seconds)),
+            "tokens": str(state.tokens), "param_groups": json.dumps(state.optimizer.get("param_groups", [])),
+            "schedule": json.dumps(state.schedule)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        save_file(tensors, str(tmp), metadata=meta)
+        os.replace(tmp, path)  # a run killed while saving leaves the previous state whole
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def load_state(path: str | os.PathLike) -> TrainState:
+    """Read what :func:`save_state` wrote; a clear error if the file is missing or not a training state."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no training state at {path}, so the run cannot be resumed; train without --resume.")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {key: f.get_tensor(key) for key in f.keys()}
+        if meta.get("format") != "tx-train-state":
+            raise ValueError("not a tx training state")
+        optimizer: dict[str, Any] = {"state": {}, "param_groups": json.loads(meta["param_groups"])}
+        for name, value in tensors.items():
+            i, key = name.split(".", 1)
+            optimizer["state"].setdefault(int(i), {})[key] = value
+        return TrainState(int(meta["step"]), float(meta["seconds"]), int(meta["tokens"]), optimizer,
+                          json.loads(meta["schedule"]))
+    except Exception as e:  # safetensors raises its own error types for a damaged file
+        raise ValueError(f"{path} is not a readable tx training state ({e}); train again without --resume.") from None
 
 
 def rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
@@ -128,6 +206,8 @@ def fit(
     config: TrainConfig = TrainConfig(),
     progress: bool = True,
     callback: Callable[[dict[str, Any]], None] | None = None,
+    resume: TrainState | None = None,
+    save: Callable[[TrainState], None] | None = None,
 ) -> dict[str, Any]:
     """Train ``model`` in place with Adam, the warm-up schedule and label smoothing; return its history.
 
@@ -135,20 +215,37 @@ def fit(
     ``valid_step`` and ``valid_loss`` every ``eval_every`` steps (and at the end), plus
     ``seconds`` and ``tokens`` (target tokens trained on). ``callback(history)`` runs after
     every validation, e.g. to redraw a live loss curve. The model stays on its device.
+
+    ``config.minutes`` ends training early when the time budget is spent. ``save(state)``
+    runs every ``config.save_every`` steps and at the end with a :class:`TrainState`;
+    ``resume=state`` continues from it (the model must hold the weights saved with it):
+    the step count, the optimiser, the schedule and the place in the shuffled batches go on
+    where they were, and the budget counts the time already spent.
     """
     _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a function of the history, or None, got {type(callback).__name__}.")
-    torch.manual_seed(config.seed)
+    start = resume if resume is not None else TrainState()
+    torch.manual_seed(config.seed + start.step)
     dev = next(model.parameters()).device
     optimizer = make_optimizer(model)
     schedule = warmup_schedule(optimizer, model.config.d_model, config.warmup, config.lr_factor)
+    if resume is not None:
+        optimizer.load_state_dict(resume.optimizer)
+        schedule.load_state_dict(resume.schedule)
     history: dict[str, Any] = {"step": [], "train_loss": [], "lr": [], "valid_step": [], "valid_loss": []}
-    bar = _progress_bar(config.steps, progress)
-    start, tokens, step, epoch = time.perf_counter(), 0, 0, 0
+    bar = _progress_bar(config.steps, progress, start.step, config.minutes)
+    began, tokens, step = time.perf_counter(), start.tokens, start.step
+    per_epoch = math.ceil(len(train_pairs) / config.batch_size)
+    epoch, skip = divmod(step, per_epoch)  # a resumed run takes up the shuffled order where it stopped
+    spent = lambda: start.seconds + time.perf_counter() - began  # noqa: E731
+    state = lambda: TrainState(step, spent(), tokens, optimizer.state_dict(), schedule.state_dict())  # noqa: E731
     model.train()
+    last = False
     while step < config.steps:
-        for batch in data.batches(train_pairs, src_vocab, tgt_vocab, config.batch_size, shuffle=True, seed=config.seed + epoch):
+        stream = data.batches(train_pairs, src_vocab, tgt_vocab, config.batch_size, shuffle=True,
+                              seed=config.seed + epoch, bucket=config.bucket)
+        for batch in itertools.islice(stream, skip, None):
             batch = batch.to(dev)
             loss = loss_fn(model(batch.src, batch.tgt_in), batch.tgt_out, model.config.pad_id, config.label_smoothing)
             _check_finite(loss.item(), step + 1, config)
@@ -163,13 +260,19 @@ def fit(
             history["train_loss"].append(value)
             bar.update(1)
             bar.set_postfix(loss=f"{value:.3f}")
-            if step % config.eval_every == 0 or step == config.steps:
+            out_of_time = config.minutes is not None and spent() >= 60 * config.minutes
+            last = step == config.steps or out_of_time
+            if step % config.eval_every == 0 or last:
                 _validate(model, valid_pairs, src_vocab, tgt_vocab, config, step, history, callback)
-            if step == config.steps:
+            if save is not None and (step % config.save_every == 0 or last):
+                save(state())
+            if last:
                 break
-        epoch += 1
+        if last:
+            break
+        epoch, skip = epoch + 1, 0
     bar.close()
-    history["seconds"], history["tokens"] = time.perf_counter() - start, tokens
+    history["seconds"], history["tokens"] = spent(), tokens
     model.eval()
     return history
 
@@ -187,17 +290,19 @@ def _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config) ->
         data.check_pairs(valid_pairs, "valid_pairs")
     data.check_vocabs(model.config, src_vocab, tgt_vocab)
     for name, pairs in (("train_pairs", train_pairs), ("valid_pairs", valid_pairs)):
-        check_lengths(pairs, model.config.max_len, name)
+        check_lengths(pairs, model.config.max_len, name, src_vocab, tgt_vocab)
 
 
-def check_lengths(pairs: Sequence[tuple[str, str]], max_len: int, name: str = "pairs") -> None:
+def check_lengths(pairs: Sequence[tuple[str, str]], max_len: int, name: str = "pairs",
+                  src_vocab: Any = None, tgt_vocab: Any = None) -> None:
     """Raise a clear error naming the pair if a source or target sentence needs more than ``max_len`` positions.
 
-    A source takes its tokens + <eos>; a target, as decoder input, <bos> + its tokens.
+    A source takes its tokens + <eos>; a target, as decoder input, <bos> + its tokens. Tokens
+    are words (``tx.data.tokenize``), or the pieces of the vocabularies when they are given.
     """
     for i, (src, tgt) in enumerate(pairs):
-        for side, sentence in (("source", src), ("target", tgt)):
-            n = len(data.tokenize(sentence)) + 1
+        for side, sentence, vocab in (("source", src, src_vocab), ("target", tgt, tgt_vocab)):
+            n = 1 + (len(data.tokenize(sentence)) if vocab is None else len(vocab.encode(sentence, False, False)))
             if n > max_len:
                 raise ValueError(
                     f"{name}[{i}]: the {side} sentence needs {n} positions (its tokens and one special "
@@ -225,15 +330,51 @@ def _validate(model, valid_pairs, src_vocab, tgt_vocab, config, step, history, c
         callback(history)
 
 
-def _progress_bar(total: int, enabled: bool):
-    """tqdm.auto picks a widget bar in Jupyter and a text bar in a terminal."""
-    from tqdm.auto import tqdm
+def _progress_bar(total: int, enabled: bool, initial: int = 0, minutes: float | None = None):
+    """One bar that redraws itself: a widget in Jupyter, one line in a terminal; a few lines in a log file.
 
-    return tqdm(total=total, desc="training", unit="step", disable=not enabled, mininterval=0.5)
+    A text bar written to a file (``python -m tx.train ... 2> log``) would leave one line
+    per redraw, thousands in all; there a line every tenth of the run (of its steps, or of
+    its time budget) is printed instead.
+    """
+    if not enabled or "ipykernel" in sys.modules or sys.stderr.isatty():
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, initial=initial, desc="training", unit="step", disable=not enabled, mininterval=0.5)
+    return _LogProgress(total, initial, minutes)
+
+
+class _LogProgress:
+    """The part of tqdm's interface fit uses, printing a plain line every tenth of the run."""
+
+    def __init__(self, total: int, initial: int = 0, minutes: float | None = None, lines: int = 10) -> None:
+        self.total, self.n, self.every = total, initial, max(1, total // lines)
+        self.seconds = math.inf if minutes is None else 60 * minutes / lines
+        self.postfix, self.began, self.start, self.last = "", time.perf_counter(), initial, time.perf_counter()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if self.n % self.every == 0 or time.perf_counter() - self.last >= self.seconds:
+            self._print()
+
+    def set_postfix(self, **values: Any) -> None:
+        self.postfix = ", ".join(f"{k}={v}" for k, v in values.items())
+
+    def close(self) -> None:
+        if self.n % self.every:
+            self._print()
+
+    def _print(self) -> None:
+        took = time.perf_counter() - self.began
+        rate = (self.n - self.start) / took if took > 0 else 0.0
+        self.last = time.perf_counter()
+        print(f"training: step {self.n}/{self.total}, {took:.0f} s, {rate:.1f} steps/s, {self.postfix}",
+              file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Train the book's model on the built-in corpus, report test-set figures, write a checkpoint.
+    """Train the book's model on the built-in corpus (or, with --tsv, a cased subword model of a real corpus,
+    within a time budget), report test-set figures, write a checkpoint.
 
     Every argument, the corpus and the output path are checked before the first step; a bad
     one stops the command with exit status 2 and a message that names it.
@@ -242,8 +383,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     parser = argparse.ArgumentParser(prog="python -m tx.train", description=main.__doc__)
     parser.add_argument("--out", type=Path, default=Path("runs/fr_en_small.safetensors"), help="checkpoint to write")
-    parser.add_argument("--steps", type=int, default=TrainConfig.steps)
-    parser.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
+    parser.add_argument("--steps", type=int, help=f"optimiser steps (default {TrainConfig.steps}; with --tsv, "
+                        f"{TrainConfig.real().steps}, the time budget deciding)")
+    parser.add_argument("--batch-size", type=int, help=f"sentence pairs a step (default {TrainConfig.batch_size}; "
+                        f"with --tsv, {TrainConfig.real().batch_size})")
     parser.add_argument("--seed", type=int, default=0, help="seeds the corpus, the weights and the batches")
     parser.add_argument("--pairs", type=int, default=12000, help="sentence pairs in the built-in corpus")
     parser.add_argument("--tsv", type=Path, help="train on this tab-separated corpus instead (Tatoeba layout)")
@@ -251,7 +394,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     parser.add_argument("--threads", type=int, default=2,
                         help="CPU threads; sums split over threads round differently, and 2 wrote the book's checkpoint")
+    _add_real_corpus_args(parser)
     args = parser.parse_args(argv)
+    if args.tsv is not None:
+        return _main_tsv(parser, args)
     try:
         tcfg = _check_args(args)
         corpus = _load(args)
@@ -268,11 +414,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         raise SystemExit(f"python -m tx.train: error: {e} No checkpoint was written; {args.out} is unchanged.") from None
     scores = evaluate.evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
     info = {"train": vars(tcfg) | {"pairs": args.pairs, "tsv": str(args.tsv) if args.tsv else None},
-            "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1]}
+            "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1],
+            "compared": corpus.tgt_vocab.comparison}
     checkpoint.save(args.out, model, corpus.src_vocab, corpus.tgt_vocab, info=info)
     torch.set_num_threads(threads)  # the caller's count again
-    print(f"trained {args.steps} steps in {history['seconds']:.0f} s; test exact match "
-          f"{scores['exact_match']:.1%}, BLEU {scores['bleu']:.1f} on {scores['n']} sentences; wrote {args.out}")
+    print(f"trained {history['step'][-1]} steps in {history['seconds']:.0f} s; test exact match "
+          f"{scores['exact_match']:.1%}, BLEU {scores['bleu']:.1f} on {scores['n']} sentences "
+          f"({corpus.tgt_vocab.comparison}); wrote {args.out}")
     return info
 
 
@@ -281,24 +429,37 @@ def _check_args(args: argparse.Namespace) -> TrainConfig:
     from .checkpoint import check_writable
     from .grammar import RUNNING_EXAMPLES
 
-    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size)):
+    preset = TrainConfig.real() if args.tsv is not None else TrainConfig()
+    args.steps = preset.steps if args.steps is None else args.steps
+    args.batch_size = preset.batch_size if args.batch_size is None else args.batch_size
+    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--threads", args.threads)):
         if value < 1:
             raise ValueError(f"{flag} must be at least 1, got {value}.")
+    minutes = preset.minutes if getattr(args, "minutes", None) is None else args.minutes
+    if minutes is not None and not minutes > 0:
+        raise ValueError(f"--minutes must be more than 0, got {minutes}.")
     if args.tsv is None and args.pairs < len(RUNNING_EXAMPLES):
         raise ValueError(f"--pairs must be at least {len(RUNNING_EXAMPLES)} (the book's running examples), got {args.pairs}.")
     if args.tsv is not None and args.tsv.is_dir():
         raise IsADirectoryError(f"--tsv {args.tsv}: is a folder, not a corpus file.")
     if args.tsv is not None and not args.tsv.is_file():
         raise FileNotFoundError(f"--tsv {args.tsv}: no such file.")
-    if args.out.exists() and not args.out.is_dir() and not args.force:
-        raise FileExistsError(f"{args.out} exists; pass --force to overwrite it or choose another --out")
+    resume = getattr(args, "resume", False)
+    if resume and args.tsv is None:
+        raise ValueError("--resume continues a --tsv run; the built-in corpus trains in a minute, train it anew.")
+    if args.out.exists() and not args.out.is_dir() and not args.force and not resume:
+        raise FileExistsError(f"{args.out} exists; pass --force to overwrite it, --resume to continue its run, "
+                              "or choose another --out")
+    if resume and not args.out.is_file():
+        raise FileNotFoundError(f"--resume: no checkpoint at {args.out} to continue; train without --resume first.")
     check_writable(args.out)
-    return TrainConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed)
+    return preset.__class__(**{**vars(preset), "steps": args.steps, "batch_size": args.batch_size,
+                               "seed": args.seed, "minutes": minutes})
 
 
-def _load(args: argparse.Namespace) -> data.ParallelCorpus:
+def _load(args: argparse.Namespace, max_len: int | None = None) -> data.ParallelCorpus:
     """The corpus, checked: sentences that fit the model's positions, and pairs enough for every split."""
-    max_len = TransformerConfig.small(4, 4).max_len
+    max_len = TransformerConfig.small(4, 4).max_len if max_len is None else max_len
     if args.tsv is None:
         try:
             corpus = data.load_corpus(seed=args.seed, n_pairs=args.pairs)
@@ -316,6 +477,101 @@ def _load(args: argparse.Namespace) -> data.ParallelCorpus:
             )
         check_lengths(getattr(corpus, split), max_len, split)
     return corpus
+
+
+def _add_real_corpus_args(parser: argparse.ArgumentParser) -> None:
+    """The options of training on a real corpus (``--tsv``), beside the built-in corpus's."""
+    parser.add_argument("--minutes", type=float, help="stop after this many minutes of training (default with "
+                        f"--tsv: {TrainConfig.real().minutes:g}; the steps still cap it)")
+    parser.add_argument("--resume", action="store_true", help="--tsv: continue the run whose checkpoint is --out")
+    parser.add_argument("--vocab-size", type=int, default=4000, help="--tsv: BPE pieces per language (default 4000)")
+    parser.add_argument("--credit", default="", help="--tsv: the corpus's source and licence, kept in the checkpoint")
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    """``--tsv``: BPE vocabularies of the training split, the real-corpus presets, a time budget, resumable."""
+    from . import checkpoint, evaluate
+
+    try:
+        tcfg = _check_args(args)
+        if args.vocab_size < 5:
+            raise ValueError(f"--vocab-size must be at least 5 (four specials and a piece), got {args.vocab_size}.")
+        corpus = _load(args, TransformerConfig.real(4, 4).max_len)
+        digest = _sha256(args.tsv)
+        resume, model, credit = None, None, args.credit
+        if args.resume:
+            ck = checkpoint.load(args.out, _device())
+            resume = load_state(state_path(args.out))
+            _check_same_run(ck.info, args, digest, resume)
+            if tcfg.minutes is not None and resume.seconds >= 60 * tcfg.minutes:
+                raise ValueError(f"--resume: the run has trained {resume.seconds / 60:.1f} minutes, its whole "
+                                 f"--minutes {tcfg.minutes:g}; give a larger --minutes to train it longer.")
+            if resume.step >= tcfg.steps:
+                raise ValueError(f"--resume: the run has done {resume.step} steps, its whole --steps {tcfg.steps}; "
+                                 "give a larger --steps to train it longer.")
+            model, src_vocab, tgt_vocab = ck.model, ck.src_vocab, ck.tgt_vocab
+            credit = credit or ck.info.get("credit", "")
+        else:
+            src_vocab, tgt_vocab = subword_vocabs(corpus, args.vocab_size)
+    except (ValueError, TypeError, OSError) as e:
+        parser.error(str(e))
+    if model is None:
+        torch.manual_seed(args.seed)
+        cfg = TransformerConfig.real(len(src_vocab), len(tgt_vocab), norm_first=args.norm_first)
+        model = Transformer.from_config(cfg).to(_device())
+    run = {"tsv": args.tsv.name, "tsv_sha256": digest, "credit": credit, "seed": args.seed,
+           "vocab": f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} + {len(tgt_vocab)} pieces",
+           "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")}}
+
+    def save(state: TrainState) -> None:
+        checkpoint.save(args.out, model, src_vocab, tgt_vocab, info=run | {"step": state.step,
+                        "train_seconds": round(state.seconds, 1), "complete": False})
+        save_state(state_path(args.out), state)
+
+    try:
+        history = fit(model, corpus.train, corpus.valid, src_vocab, tgt_vocab, tcfg, resume=resume, save=save)
+    except FloatingPointError as e:
+        raise SystemExit(f"python -m tx.train: error: {e} The last checkpoint in {args.out} is kept; --resume continues it.") from None
+    scores = evaluate.evaluate(model, corpus.test, src_vocab, tgt_vocab)
+    info = run | {"step": history["step"][-1] if history["step"] else resume.step, "complete": True,
+                  "train_seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1],
+                  "test": scores, "compared": tgt_vocab.comparison}
+    checkpoint.save(args.out, model, src_vocab, tgt_vocab, info=info)
+    print(f"trained {info['step']} steps in {history['seconds'] / 60:.1f} min; on {scores['n']} held-out sentences "
+          f"({tgt_vocab.comparison}): BLEU {scores['bleu']:.1f}, exact match {scores['exact_match']:.1%}; wrote {args.out}")
+    return info
+
+
+def subword_vocabs(corpus: data.ParallelCorpus, vocab_size: int = 4000) -> tuple[Any, Any]:
+    """Cased BPE vocabularies (French, English) learned from ``corpus.train`` alone, every split checked to fit.
+
+    What ``python -m tx.train --tsv`` trains with; ``bench/real_corpus.py`` uses it too.
+    """
+    from .subwords import SubwordVocab
+
+    src_vocab = SubwordVocab.train([fr for fr, _ in corpus.train], vocab_size)
+    tgt_vocab = SubwordVocab.train([en for _, en in corpus.train], vocab_size)
+    for split in ("train", "valid", "test"):  # in pieces now: a long word may need many
+        check_lengths(getattr(corpus, split), TransformerConfig.real(4, 4).max_len, split, src_vocab, tgt_vocab)
+    return src_vocab, tgt_vocab
+
+
+def _check_same_run(info: dict[str, Any], args: argparse.Namespace, digest: str, state: TrainState) -> None:
+    """--resume continues one run: the same corpus file, the same seed, and weights saved with that state."""
+    if info.get("tsv_sha256") != digest:
+        raise ValueError(f"--resume: {args.out} was trained on another corpus than {args.tsv} (its contents differ); "
+                         "resume with the same file, or train anew with --force.")
+    if info.get("seed") != args.seed:
+        raise ValueError(f"--resume: {args.out} was trained with --seed {info.get('seed')}, not {args.seed}.")
+    if info.get("step") != state.step:
+        raise ValueError(f"--resume: {args.out} holds step {info.get('step')} but its training state step {state.step}; "
+                         "the two files are from different moments. Train anew with --force.")
 
 
 def _device() -> torch.device:

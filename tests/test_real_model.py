@@ -1,0 +1,54 @@
+"""The book's real-French checkpoint (issue 11): small, cased, and its figures measured honestly.
+
+The first tests need only the checkpoint; the last re-measures it on the corpus it was
+trained on, which a reader's clone does not have (../shared/data/), and skips without it.
+"""
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+import tx
+from tx.checkpoint import REAL_MODEL
+from tx.subwords import SubwordVocab
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tatoeba-eng-fra-75k.tsv"
+
+
+@pytest.fixture(scope="module")
+def real():
+    return tx.checkpoint.load(REAL_MODEL)
+
+
+def test_real_model_is_small_and_keeps_its_figures_and_credit(real):
+    assert REAL_MODEL.stat().st_size <= 15_000_000
+    info = real.info
+    assert info["complete"] and info["compared"] == "cased"
+    # The budget is checked after every step: the step under way and the last validation end it.
+    assert info["train"]["minutes"] <= 10 and info["train_seconds"] <= 610
+    assert info["test"]["bleu"] >= 40 and 0 < info["test"]["exact_match"] < 1
+    assert info["test"]["n"] == info["pairs"]["test"] > 1000
+    assert "Tatoeba" in info["credit"] and "CC-BY 2.0 FR" in info["credit"]
+    assert isinstance(real.src_vocab, SubwordVocab) and isinstance(real.tgt_vocab, SubwordVocab)
+
+
+def test_real_model_translates_sentences_of_our_own_in_case(real):
+    sentences = ["Tom est fatigué.", "Où est Marie ?", "Je ne comprends pas pourquoi il pleut."]
+    out = tx.evaluate.translate(real.model, sentences, real.src_vocab, real.tgt_vocab)
+    assert len(out) == 3 and all(o and o[0].isupper() and tx.data.UNK not in o for o in out), out
+    assert "Tom" in out[0] and "Mary" in out[1] and out[1].endswith("?"), out
+
+
+@pytest.mark.skipif(not SHARED.is_file(), reason=f"the training corpus is not here ({SHARED}); "
+                    "a reader's clone has no ../shared/data/, so the committed figures cannot be re-measured")
+def test_real_model_figures_are_re_measured_on_its_held_out_split(real):
+    info = real.info
+    assert hashlib.sha256(SHARED.read_bytes()).hexdigest() == info["tsv_sha256"]
+    corpus = tx.data.split_corpus(tx.data.load_parallel_tsv(SHARED), seed=info["seed"])
+    assert not {fr for fr, _ in corpus.test} & {fr for fr, _ in corpus.train}
+    assert real.src_vocab == SubwordVocab.train([fr for fr, _ in corpus.train], len(real.src_vocab))
+    scores = tx.evaluate.evaluate(real.model, corpus.test, real.src_vocab, real.tgt_vocab)
+    assert scores["n"] == info["test"]["n"]
+    assert scores["bleu"] == pytest.approx(info["test"]["bleu"], abs=0.2)
+    assert scores["exact_match"] == pytest.approx(info["test"]["exact_match"], abs=0.005)

@@ -1,0 +1,92 @@
+import json
+
+import pytest
+import torch
+
+import tx
+from conftest import tiny_model
+from tx.subwords import SubwordVocab
+
+ENGLISH = ["Who won?", "Tom won the race.", "Who is Tom?", "I don't know.", "The winner is here.",
+           "They won again.", "Is Tom winning?", "I know who won."] * 4
+
+
+@pytest.fixture(scope="module")
+def vocab() -> SubwordVocab:
+    return SubwordVocab.train(ENGLISH, vocab_size=80, min_frequency=1)
+
+
+def test_specials_take_ids_0_to_3_like_the_word_vocab(vocab):
+    assert vocab.tokens([0, 1, 2, 3]) == list(tx.data.SPECIALS)
+    assert vocab.encode("Who won?")[0] == tx.data.BOS_ID and vocab.encode("Who won?")[-1] == tx.data.EOS_ID
+    assert vocab.encode("Who won?", add_bos=False, add_eos=False)[0] > 3
+
+
+def test_case_is_kept_end_to_end(vocab):
+    for sentence in ["Who won?", "I don't know.", "Tom won the race."]:
+        assert vocab.decode(vocab.encode(sentence)) == sentence
+    assert vocab.encode("Tom") != vocab.encode("tom")
+
+
+def test_an_unseen_word_is_spelled_in_pieces_not_unk(vocab):
+    pieces = vocab.pieces("Tomwinner")  # never seen as one word
+    assert len(pieces) > 1 and tx.data.UNK not in pieces
+    assert vocab.decode(vocab.encode("Tomwinner")) == "Tomwinner"
+    # A word vocabulary of the same sentences has no id for it.
+    assert tx.data.Vocab.build(ENGLISH).encode("tomwinner", add_bos=False, add_eos=False) == [tx.data.UNK_ID]
+
+
+def test_an_unseen_character_is_unk_and_stays_visible(vocab):
+    assert vocab.decode(vocab.encode("Who won ☃")).endswith(tx.data.UNK)
+
+
+def test_white_space_is_normalised_the_same_way_on_both_sides(vocab):
+    text = "  Who   won?\t"
+    assert vocab.decode(vocab.encode(text)) == vocab.normalise(text) == "Who won?"
+
+
+def test_decode_cuts_at_eos_and_drops_padding(vocab):
+    ids = vocab.encode("Who won?") + [0, 0]
+    assert vocab.decode(ids) == "Who won?"
+    assert vocab.decode(torch.tensor(ids + vocab.encode("Tom"))) == "Who won?"
+
+
+def test_dict_round_trip_is_identical_and_json(vocab):
+    d = vocab.to_dict()
+    again = SubwordVocab.from_dict(json.loads(json.dumps(d)))
+    assert again == vocab and again.encode("I know who won.") == vocab.encode("I know who won.")
+    assert tx.data.vocab_from_dict(d) == vocab
+    assert SubwordVocab.train(ENGLISH[:3], vocab_size=40, min_frequency=1) != vocab
+
+
+def test_checkpoint_stores_and_loads_the_subword_vocabularies(vocab, tmp_path):
+    model = tiny_model(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab))
+    path = tx.checkpoint.save(tmp_path / "m.safetensors", model, vocab, vocab)
+    ck = tx.checkpoint.load(path)
+    assert isinstance(ck.tgt_vocab, SubwordVocab) and ck.tgt_vocab == vocab
+    assert b"pickle" not in path.read_bytes()[:64]
+    meta = tx.checkpoint.read_metadata(path)
+    assert meta["src_vocab"]["kind"] == "bpe"
+
+
+def test_bad_input_is_a_clear_error(vocab):
+    with pytest.raises(TypeError, match="list of strings"):
+        SubwordVocab.train("Who won?")
+    with pytest.raises(ValueError, match="non-empty"):
+        SubwordVocab.train([])
+    with pytest.raises(ValueError, match="vocab_size"):
+        SubwordVocab.train(ENGLISH, vocab_size=2)
+    with pytest.raises(TypeError, match="text must be a str"):
+        vocab.encode(3)
+    with pytest.raises(ValueError, match="out of range"):
+        vocab.decode([len(vocab)])
+    with pytest.raises(ValueError, match="not a tokenizers JSON"):
+        SubwordVocab("{}")
+    with pytest.raises(ValueError, match="kind"):
+        SubwordVocab.from_dict({"itos": ["a"]})
+
+
+def test_a_model_of_another_size_is_refused(vocab):
+    model = tiny_model(src_vocab_size=len(vocab) + 1, tgt_vocab_size=len(vocab))
+    with pytest.raises(ValueError, match="src_vocab has"):
+        tx.evaluate.translate(model, ["Who won?"], vocab, vocab)
