@@ -4,7 +4,8 @@ Axes used throughout: B batch, S source length, T target length, D d_model, H he
 Dh = D / H head size, V vocabulary size.
 
 The model pieces import eagerly; the heavier helpers (``tx.data``, ``tx.grammar``,
-``tx.train``, ``tx.evaluate``, ``tx.checkpoint``, ``tx.viz``, ``tx.exercises``) load on first use.
+``tx.train``, ``tx.evaluate``, ``tx.checkpoint``, ``tx.viz``, ``tx.explorer``, ``tx.exercises``,
+``tx.subwords``, ``tx.translate``) load on first use.
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ __all__ = [
     "KVCache", "positional_encoding", "Embedding", "causal_mask", "padding_mask", "FeedForward",
     "Residual", "Dropout", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
     "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
-    "data", "grammar", "train", "evaluate", "checkpoint", "viz", "exercises",
+    "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
+    "subwords", "translate",
 ]
 
-_LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "exercises"}
+_LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate"}
 
 
 def device() -> torch.device:
@@ -46,10 +48,3 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tx' has no attribute {name!r}")
 
-# Explorers (tx/explorer.py): figures with controls, live in Jupyter and precomputed on the website.
-__all__ += ["explorer"]
-_LAZY.add("explorer")
-
-# Real corpora (issue 11): subword vocabularies, and the translation command `python -m tx.translate`.
-__all__ += ["subwords", "translate"]
-_LAZY.update({"subwords", "translate"})
