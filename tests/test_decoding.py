@@ -70,15 +70,16 @@ def sequence_log_prob(model, src, seq):
     return sum(float(logits[t, tok]) for t, tok in enumerate(seq[1:]))
 
 
-def brute_force_best(model, src, vocab, max_len, alpha):
-    """Score every possible output: sequences that end at <eos>, or run max_len tokens."""
+def brute_force_best(model, src, vocab, max_len, alpha, gnmt=False):
+    """Score every possible output: sequences that end at <eos>, or run max_len tokens, each
+    divided by n ** alpha, or by GNMT's ((5 + n) / 6) ** alpha."""
     best = (None, float("-inf"))
     for n in range(1, max_len + 1):
         for body in itertools.product(range(vocab), repeat=n):
             if EOS in body[:-1] or (n < max_len and body[-1] != EOS):
                 continue
             seq = [BOS, *body]
-            score = sequence_log_prob(model, src, seq) / n**alpha
+            score = sequence_log_prob(model, src, seq) / (((5 + n) / 6) if gnmt else n) ** alpha
             if score > best[1]:
                 best = (seq, score)
     return best
@@ -191,26 +192,13 @@ def test_gnmt_scores_follow_the_formula():
             assert score == pytest.approx(expected, abs=1e-4)
 
 
-def brute_force_best_gnmt(model, src, vocab, max_len, alpha):
-    """The best output of every possible one under the GNMT penalty."""
-    best = (None, float("-inf"))
-    for n in range(1, max_len + 1):
-        for body in itertools.product(range(vocab), repeat=n):
-            if EOS in body[:-1] or (n < max_len and body[-1] != EOS):
-                continue
-            seq = [BOS, *body]
-            score = sequence_log_prob(model, src, seq) / ((5 + n) / 6) ** alpha
-            if score > best[1]:
-                best = (seq, score)
-    return best
-
 
 @pytest.mark.parametrize("alpha", [0.6, 2.0])
 def test_wide_beam_finds_the_brute_force_best_under_gnmt(alpha):
     torch.manual_seed(3)
     model = tiny_model(src_vocab_size=5, tgt_vocab_size=5)
     src = torch.tensor([[3, 4, 3, 2]])
-    seq, score = brute_force_best_gnmt(model, src[0], vocab=5, max_len=3, alpha=alpha)
+    seq, score = brute_force_best(model, src[0], vocab=5, max_len=3, alpha=alpha, gnmt=True)
     found = tx.beam_search(model, src, beam_size=25, max_len=3, bos_id=BOS, eos_id=EOS,
                            length_penalty=alpha, penalty_form="gnmt")
     tokens, beam_score = found[0][0]
