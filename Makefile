@@ -9,7 +9,9 @@ JB     := $(BIN)/jupyter-book build . -W -n --keep-going
 # pytest-xdist workers: the 2-core CI machine runs two test processes at a time, each
 # with one thread; two threads per process on two cores make small tensor ops stall.
 WORKERS ?= 2
-PARALLEL := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+# Threads that wait sleep rather than spin (OMP_WAIT_POLICY): chapter 10 trains on 2 threads, as
+# the book's checkpoint was, and spinning threads beside the other worker stall both.
+PARALLEL := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 # The site's third-party scripts (MathJax, RequireJS, the ipywidgets embed script), pinned in
 # package.json and package-lock.json: npm installs them under _build/npm, and the book serves
 # the copies in _build/vendor (see _ext/book_site.py). Nothing of theirs is committed.

@@ -109,3 +109,14 @@ def test_command_line_fixes_the_thread_count_and_restores_it(tmp_path):
         assert torch.get_num_threads() == before
     a, b = (tx.checkpoint.load(p).model.state_dict() for p in paths)
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_cpu_threads_gives_the_callers_count_back_even_after_an_error():
+    from tx.train import cpu_threads
+
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="diverged"):
+        with cpu_threads(before + 1):
+            assert torch.get_num_threads() == before + 1
+            raise RuntimeError("diverged")
+    assert torch.get_num_threads() == before

@@ -9,6 +9,7 @@ write a checkpoint.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import math
@@ -17,7 +18,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -372,6 +373,19 @@ class _LogProgress:
               file=sys.stderr, flush=True)
 
 
+
+@contextlib.contextmanager
+def cpu_threads(n: int) -> Iterator[None]:
+    """Run the block on ``n`` CPU threads, then give back the caller's count, also after an error
+    (a process left on more threads than it planned for stalls beside other busy processes)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Train the book's model on the built-in corpus (or, with --tsv, a cased subword model of a real corpus,
     within a time budget), report test-set figures, write a checkpoint.
@@ -405,19 +419,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error(str(e))
     torch.manual_seed(args.seed)
     cfg = TransformerConfig.small(len(corpus.src_vocab), len(corpus.tgt_vocab), norm_first=args.norm_first)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)  # on CPU the same thread count gives the same weights, bit for bit
-    model = Transformer.from_config(cfg).to(_device())
-    try:
-        history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
-    except FloatingPointError as e:
-        raise SystemExit(f"python -m tx.train: error: {e} No checkpoint was written; {args.out} is unchanged.") from None
-    scores = evaluate.evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
-    info = {"train": vars(tcfg) | {"pairs": args.pairs, "tsv": str(args.tsv) if args.tsv else None},
-            "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1],
-            "compared": corpus.tgt_vocab.comparison}
-    checkpoint.save(args.out, model, corpus.src_vocab, corpus.tgt_vocab, info=info)
-    torch.set_num_threads(threads)  # the caller's count again
+    with cpu_threads(args.threads):  # on CPU the same thread count gives the same weights, bit for bit
+        model = Transformer.from_config(cfg).to(_device())
+        try:
+            history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
+        except FloatingPointError as e:
+            raise SystemExit(f"python -m tx.train: error: {e} No checkpoint was written; {args.out} is unchanged.") from None
+        scores = evaluate.evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
+        info = {"train": vars(tcfg) | {"pairs": args.pairs, "tsv": str(args.tsv) if args.tsv else None},
+                "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1],
+                "compared": corpus.tgt_vocab.comparison}
+        checkpoint.save(args.out, model, corpus.src_vocab, corpus.tgt_vocab, info=info)
     print(f"trained {history['step'][-1]} steps in {history['seconds']:.0f} s; test exact match "
           f"{scores['exact_match']:.1%}, BLEU {scores['bleu']:.1f} on {scores['n']} sentences "
           f"({corpus.tgt_vocab.comparison}); wrote {args.out}")
