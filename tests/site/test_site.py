@@ -124,19 +124,6 @@ def test_title_and_headings(visits, docname):
         assert h["visible"] or h["folded"], f"{h['tag']} {h['text']!r} is not shown"
 
 
-RAW_TEX_JS = """() => {
-    // The text a reader sees, less code: where raw TeX would show if MathJax had not run.
-    const skip = 'pre, code, script, style, textarea, mjx-container, .highlight';
-    const walker = document.createTreeWalker(document.querySelector('article'), NodeFilter.SHOW_TEXT);
-    const parts = [];
-    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-        const el = node.parentElement;
-        if (el.closest(skip) || !el.checkVisibility()) continue;
-        parts.push(node.textContent);
-    }
-    return parts.join('');
-}"""
-
 MATH_JS = """() => {
     const math = [...document.querySelectorAll('article .math')];
     return {
@@ -155,7 +142,7 @@ def test_formulas_are_typeset(visits, docname):
     assert math["typeset"] == math["formulas"], math
     assert math["containers"] >= math["formulas"], math
     assert not math["errors"], math["errors"]
-    text = page.evaluate(RAW_TEX_JS)
+    text = page.evaluate(VISIBLE_TEXT_JS, True)  # the prose, less code: where raw TeX would show
     for raw in ("\\(", "\\)", "\\[", "\\]", "$$"):
         assert raw not in text, f"raw TeX {raw!r} left in the page: ...{text[max(0, text.find(raw) - 80):text.find(raw) + 80]}..."
 
