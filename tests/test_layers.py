@@ -1,3 +1,4 @@
+import pytest
 import torch
 from torch.testing import assert_close
 
@@ -51,3 +52,20 @@ def test_dropout_probability_must_be_below_one():
 
     with pytest.raises(ValueError, match=r"\[0, 1\)"):
         tx.Dropout(1.0)
+
+
+def test_feed_forward_gelu_uses_the_same_weights_with_a_gelu_between():
+    torch.manual_seed(0)
+    relu, gelu = tx.FeedForward(4, 8), tx.FeedForward(4, 8, activation="gelu")
+    gelu.load_state_dict(relu.state_dict())  # same parameters: the activation has none
+    x = torch.randn(2, 3, 4)
+    expected = gelu.linear2(torch.nn.functional.gelu(gelu.linear1(x)))
+    torch.testing.assert_close(gelu(x), expected)
+    assert not torch.allclose(gelu(x), relu(x))
+    with pytest.raises(ValueError, match=r"activation must be one of 'relu', 'gelu', got 'tanh'"):
+        tx.FeedForward(4, 8, activation="tanh")
+
+
+def test_encoder_passes_its_activation_to_every_layer():
+    enc = tx.Encoder(2, 8, 2, 16, activation="gelu")
+    assert [layer.feed_forward.activation for layer in enc.layers] == ["gelu", "gelu"]

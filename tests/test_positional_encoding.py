@@ -41,3 +41,23 @@ def test_embedding_scales_by_sqrt_d_and_adds_the_encoding():
     expected = emb.token.weight[tokens] * math.sqrt(8) + tx.positional_encoding(12, 8)[2:5]
     assert_close(out, expected)
     assert "pe" not in dict(emb.named_parameters())  # fixed, not learned
+
+
+def test_learned_positions_are_trained_parameters_and_sliced_by_start():
+    pos = tx.LearnedPositions(max_len=6, d_model=4)
+    assert [n for n, _ in pos.named_parameters()] == ["table"]
+    torch.testing.assert_close(pos(3, start=2), pos.table[2:5])
+    with pytest.raises(ValueError, match=r"positions 4..6 are past the positional table's 6 rows"):
+        pos(3, start=4)
+
+
+def test_learned_embedding_adds_its_table_and_skips_the_scale_when_asked():
+    emb = tx.Embedding(10, 8, 5, dropout=0.0, positions="learned", scale=False)
+    tokens = torch.tensor([[1, 2, 3]])
+    expected = emb.token(tokens) + emb.learned.table[1:4]
+    torch.testing.assert_close(emb(tokens, start=1), expected)
+    assert "learned.table" in dict(emb.named_parameters())
+    # the paper's embedding keeps no trained table and no extra parameter
+    assert set(dict(tx.Embedding(10, 8, 5).named_parameters())) == {"token.weight"}
+    with pytest.raises(ValueError, match=r"positions must be one of 'sinusoidal', 'learned', got 'rope'"):
+        tx.Embedding(10, 8, 5, positions="rope")

@@ -24,11 +24,11 @@ from .layers import Dropout, FeedForward, Residual
 from .masks import causal_mask, padding_mask
 from .model import Transformer
 from .multi_head import KVCache, MultiHeadAttention, merge_heads, split_heads
-from .positional_encoding import Embedding, positional_encoding
+from .positional_encoding import Embedding, LearnedPositions, positional_encoding
 
 __all__ = [
     "attention", "self_attention_by_vectors", "MultiHeadAttention", "split_heads", "merge_heads",
-    "KVCache", "positional_encoding", "Embedding", "causal_mask", "padding_mask", "FeedForward",
+    "KVCache", "positional_encoding", "LearnedPositions", "Embedding", "causal_mask", "padding_mask", "FeedForward",
     "Residual", "Dropout", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
     "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",

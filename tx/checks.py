@@ -41,6 +41,12 @@ def check_bool(name: str, value: Any) -> None:
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}.")
 
 
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """Raise ValueError unless ``value`` is one of ``choices``, listing them."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}.")
+
+
 def check_tensor(name: str, value: Any, dims: int | tuple[int, ...] | None = None, floating: bool = False) -> None:
     """``value`` is a tensor with ``dims`` dimensions (one count, or a tuple of those allowed), floating-point if asked."""
     if not isinstance(value, Tensor):

@@ -19,11 +19,11 @@ class EncoderLayer(nn.Module):
 
     def __init__(
         self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-        norm_first: bool = False, attention_dropout: float = 0.0,
+        norm_first: bool = False, attention_dropout: float = 0.0, activation: str = "relu",
     ):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
-        self.feed_forward = FeedForward(d_model, d_ff)
+        self.feed_forward = FeedForward(d_model, d_ff, activation)
         self.residual1 = Residual(d_model, dropout, norm_first)
         self.residual2 = Residual(d_model, dropout, norm_first)
 
@@ -42,12 +42,12 @@ class Encoder(nn.Module):
 
     def __init__(
         self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-        norm_first: bool = False, attention_dropout: float = 0.0,
+        norm_first: bool = False, attention_dropout: float = 0.0, activation: str = "relu",
     ):
         super().__init__()
         check_int("n_layers", n_layers, low=1)
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, attention_dropout)
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, attention_dropout, activation)
             for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()

@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 
-from .checks import check_bool, check_float, check_int
+from .checks import check_bool, check_choice, check_float, check_int
 
 __all__ = ["FeedForward", "Residual", "Dropout"]
 
@@ -44,19 +44,33 @@ class Dropout(nn.Module):
         return f"p={self.p}"
 
 
-class FeedForward(nn.Module):
-    """Position-wise feed-forward network (paper 3.3): max(0, x W1 + b1) W2 + b2; [B, T, D] -> [B, T, D]."""
+ACTIVATIONS = ("relu", "gelu")  # the paper's ReLU; GELU, as GPT-2, BERT and ViT use
 
-    def __init__(self, d_model: int, d_ff: int):
+
+class FeedForward(nn.Module):
+    """Position-wise feed-forward network (paper 3.3): max(0, x W1 + b1) W2 + b2; [B, T, D] -> [B, T, D].
+
+    ``activation="gelu"`` swaps the ReLU for the smooth GELU of GPT-2 and ViT; the weights
+    (and so the parameter count) are the same either way.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu"):
         super().__init__()
         check_int("d_model", d_model, low=1)
         check_int("d_ff", d_ff, low=1)
+        check_choice("activation", activation, ACTIVATIONS)
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
+        self.activation = activation
 
     def forward(self, x: Tensor) -> Tensor:
-        """Expand every position to d_ff, apply ReLU, project back to d_model."""
-        return self.linear2(self.linear1(x).relu())  # [B, T, D]
+        """Expand every position to d_ff, apply the activation, project back to d_model."""
+        h = self.linear1(x)  # [B, T, F]
+        h = h.relu() if self.activation == "relu" else nn.functional.gelu(h)
+        return self.linear2(h)  # [B, T, D]
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"
 
 
 class Residual(nn.Module):

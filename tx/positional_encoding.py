@@ -1,12 +1,15 @@
 """Positional encoding: how the model is told where each word is.
 
-Axes: B batch, T sequence length, D d_model, V vocabulary size.
+Axes: B batch, T sequence length, D d_model, V vocabulary size, L max_len.
 
 Attention treats its inputs as a set, so the order of words must be written into the
 vectors themselves. The paper (section 3.5) adds fixed sinusoids, not learned ones:
 
     PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))
     PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))
+
+It reports that a learned table did as well; GPT-2 and the Vision Transformer learn
+theirs (:class:`LearnedPositions`).
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .checks import check_int
+from .checks import check_bool, check_choice, check_int
 from .layers import Dropout
 
-__all__ = ["positional_encoding", "Embedding"]
+__all__ = ["positional_encoding", "LearnedPositions", "Embedding"]
+
+POSITIONS = ("sinusoidal", "learned")  # the paper's fixed table, or one trained with the model
 
 
 def positional_encoding(max_len: int, d_model: int) -> Tensor:
@@ -37,29 +42,63 @@ def positional_encoding(max_len: int, d_model: int) -> Tensor:
     return pe  # [L, D]
 
 
+class LearnedPositions(nn.Module):
+    """A trained table of position vectors [L, D], one row a position (GPT-2, BERT, ViT); T -> [T, D].
+
+    Rows start small (normal, std 0.02, as GPT-2 initialises them) and are learned with the rest.
+    """
+
+    def __init__(self, max_len: int, d_model: int):
+        super().__init__()
+        check_int("max_len", max_len, low=1)
+        check_int("d_model", d_model, low=1)
+        self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)  # [L, D]
+
+    def forward(self, length: int, start: int = 0) -> Tensor:
+        """The rows of positions start .. start+length-1: [T, D]."""
+        check_rows(start, length, self.table.size(0))
+        return self.table[start : start + length]  # [T, D]
+
+
+def check_rows(start: int, length: int, rows: int) -> None:
+    """Raise ValueError when positions start .. start+length-1 do not fit a table of ``rows`` rows."""
+    if start + length > rows:
+        raise ValueError(
+            f"positions {start}..{start + length - 1} are past the positional table's {rows} rows; "
+            "shorten the sequence or build the model with a larger max_len."
+        )
+
+
 class Embedding(nn.Module):
     """Token ids [B, T] -> vectors [B, T, D]: embedding * sqrt(D) + positional encoding, then dropout.
 
     The sqrt(D) scale (paper 3.4) puts the embeddings on the same scale as the encoding,
     whose entries lie in [-1, 1]. Dropout on the sum is one of the paper's places (5.4).
+    ``positions="learned"`` trains the table instead (:class:`LearnedPositions`);
+    ``scale=False`` drops the sqrt(D), as GPT-2 does.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1):
+    def __init__(
+        self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1,
+        positions: str = "sinusoidal", scale: bool = True,
+    ):
         super().__init__()
         check_int("vocab_size", vocab_size, low=1)
+        check_choice("positions", positions, POSITIONS)
+        check_bool("scale", scale)
         self.token = nn.Embedding(vocab_size, d_model)
-        self.scale = math.sqrt(d_model)
+        self.scale = math.sqrt(d_model) if scale else 1.0
         self.dropout = Dropout(dropout)
-        # A buffer, not a parameter: the encoding is fixed, never trained.
-        self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
+        self.max_len = max_len
+        self.learned = LearnedPositions(max_len, d_model) if positions == "learned" else None
+        # A buffer, not a parameter: the paper's encoding is fixed, never trained.
+        pe = positional_encoding(max_len, d_model) if positions == "sinusoidal" else None
+        self.register_buffer("pe", pe, persistent=False)
 
     def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
         """Embed tokens that sit at positions start .. start+T-1; returns [B, T, D]."""
         T = tokens.size(1)
-        if start + T > self.pe.size(0):
-            raise ValueError(
-                f"positions {start}..{start + T - 1} are past the positional table's {self.pe.size(0)} rows; "
-                "shorten the sequence or build the model with a larger max_len."
-            )
-        x = self.token(tokens) * self.scale + self.pe[start : start + T]  # [B, T, D]
+        check_rows(start, T, self.max_len)
+        where = self.pe[start : start + T] if self.learned is None else self.learned(T, start)  # [T, D]
+        x = self.token(tokens) * self.scale + where  # [B, T, D]
         return self.dropout(x)
