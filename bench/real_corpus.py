@@ -10,6 +10,14 @@ training): cased sacreBLEU and exact match, greedy, and the last one with beam s
     python bench/real_corpus.py                     # ../shared/data/tatoeba-eng-fra-75k.tsv
     python bench/real_corpus.py --tsv FILE --marks 1 2 5 10 --beam 4
 
+With ``--measure CHECKPOINT`` it trains nothing: it measures a trained checkpoint on its own
+held-out split (the corpus's SHA-256 and seed come from its metadata), namely the unknown-word
+rate of a word vocabulary of the training split against the BPE vocabularies' unknown pieces
+and pieces per word, and greedy against beam search, and writes the figures into the
+checkpoint's metadata ``info`` ("subwords", "test_beam"), leaving its tensors byte-identical:
+
+    python bench/real_corpus.py --measure tx/checkpoints/fr_en_real.safetensors
+
 The minutes are training time (validation included), on however many threads torch uses;
 learning the BPE vocabularies and the final measurements come on top.
 """
@@ -17,12 +25,16 @@ learning the BPE vocabularies and the final measurements come on top.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import struct
 import time
 from pathlib import Path
 
 import torch
 
 import tx
+from tx.subwords import unknown_rate
 from tx.train import TrainConfig, TrainState, fit, subword_vocabs
 
 DEFAULT_TSV = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tatoeba-eng-fra-75k.tsv"
@@ -34,9 +46,13 @@ def main() -> None:
     parser.add_argument("--marks", type=float, nargs="+", default=[1, 2, 5, 10], help="training minutes to measure at")
     parser.add_argument("--beam", type=int, default=4, help="beam size for the last mark (1: greedy only)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--measure", type=Path, metavar="CHECKPOINT",
+                        help="train nothing: measure this checkpoint on its held-out split and store the figures in it")
     args = parser.parse_args()
     if not args.tsv.is_file():
         parser.error(f"no corpus at {args.tsv}; give one with --tsv (Tatoeba's English<TAB>French layout).")
+    if args.measure:
+        return measure(args.measure, args.tsv, max(args.beam, 2))
     marks = sorted(args.marks)
     corpus = tx.data.split_corpus(tx.data.load_parallel_tsv(args.tsv), seed=args.seed)
     src_vocab, tgt_vocab = subword_vocabs(corpus)
@@ -66,6 +82,63 @@ def main() -> None:
         beam = tx.evaluate.evaluate(model, corpus.test, src_vocab, tgt_vocab, beam_size=args.beam, length_penalty=0.6)
         print(f"| {marks[-1]:g}, beam {args.beam} | {step} | {beam['bleu']:.1f} | {beam['exact_match']:.1%} |"
               f"  ({time.perf_counter() - began:.0f} s to decode {beam['n']} sentences)")
+
+
+def vocabulary_figures(corpus: tx.data.ParallelCorpus, src_vocab, tgt_vocab) -> dict:
+    """Unknown rates on the test split: a word vocabulary of all training words against the BPE vocabularies."""
+    figures = {"split": "test", "word_vocab": "tx.data.Vocab.build of every training sentence (lowercased words)"}
+    for side, column, bpe in (("french", 0, src_vocab), ("english", 1, tgt_vocab)):
+        train = [pair[column] for pair in corpus.train]
+        test = [pair[column] for pair in corpus.test]
+        words = tx.data.Vocab.build(train)
+        n_words = sum(len(tx.data.tokenize(s)) for s in test)
+        n_pieces = sum(len(bpe.encode(s, add_bos=False, add_eos=False)) for s in test)
+        unknown_sentences = sum(tx.data.UNK_ID in words.encode(s) for s in test)
+        figures[side] = {
+            "word_vocab_size": len(words), "words": n_words,
+            "word_unknown_rate": unknown_rate(words, test), "sentences_with_unknown_word": unknown_sentences / len(test),
+            "bpe_vocab_size": len(bpe), "pieces": n_pieces,
+            "bpe_unknown_rate": unknown_rate(bpe, test), "pieces_per_word": n_pieces / n_words,
+        }
+    return figures
+
+
+def beam_figures(ck: tx.checkpoint.Checkpoint, pairs, beam: int, length_penalty: float = 0.6) -> dict:
+    """Greedy and beam search on ``pairs``: cased BLEU, exact match, and how many outputs beam search changes."""
+    sources = [fr for fr, _ in pairs]
+    references = [ck.tgt_vocab.normalise(en) for _, en in pairs]
+    greedy = tx.evaluate.translate(ck.model, sources, ck.src_vocab, ck.tgt_vocab)
+    beamed = tx.evaluate.translate(ck.model, sources, ck.src_vocab, ck.tgt_vocab, beam_size=beam,
+                                   length_penalty=length_penalty)
+    return {
+        "beam_size": beam, "length_penalty": length_penalty, "n": len(pairs),
+        "greedy": {"bleu": tx.evaluate.bleu(greedy, references), "exact_match": tx.evaluate.exact_match(greedy, references)},
+        "beam": {"bleu": tx.evaluate.bleu(beamed, references), "exact_match": tx.evaluate.exact_match(beamed, references)},
+        "changed": sum(g != b for g, b in zip(greedy, beamed)) / len(pairs),
+    }
+
+
+def tensor_sha256(path: Path) -> str:
+    """SHA-256 of a safetensors file's tensor bytes (everything after its header)."""
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    return hashlib.sha256(raw[8 + n:]).hexdigest()
+
+
+def measure(path: Path, tsv: Path, beam: int) -> None:
+    """Measure a checkpoint on its held-out split and write the figures into its metadata, tensors untouched."""
+    ck = tx.checkpoint.load(path)
+    info = dict(ck.info)
+    digest = hashlib.sha256(tsv.read_bytes()).hexdigest()
+    if info.get("tsv_sha256") != digest:
+        raise SystemExit(f"{path} was not trained on {tsv} (SHA-256 differs): its held-out split cannot be rebuilt from it.")
+    corpus = tx.data.split_corpus(tx.data.load_parallel_tsv(tsv), seed=info["seed"])
+    info["subwords"] = vocabulary_figures(corpus, ck.src_vocab, ck.tgt_vocab)
+    info["test_beam"] = beam_figures(ck, corpus.test, beam)
+    before = tensor_sha256(path)
+    tx.checkpoint.save(path, ck.model, ck.src_vocab, ck.tgt_vocab, info)
+    assert tensor_sha256(path) == before, "rewriting the metadata changed the tensors"
+    print(json.dumps({k: info[k] for k in ("subwords", "test_beam")}, indent=1))
 
 
 if __name__ == "__main__":

@@ -52,3 +52,35 @@ def test_real_model_figures_are_re_measured_on_its_held_out_split(real):
     assert scores["n"] == info["test"]["n"]
     assert scores["bleu"] == pytest.approx(info["test"]["bleu"], abs=0.2)
     assert scores["exact_match"] == pytest.approx(info["test"]["exact_match"], abs=0.005)
+
+
+def test_real_model_keeps_its_vocabulary_and_beam_figures(real):
+    words, beam = real.info["subwords"], real.info["test_beam"]
+    for side in ("french", "english"):
+        fig = words[side]
+        # BPE spells every held-out word in known pieces; a word vocabulary three times larger does not.
+        assert fig["bpe_unknown_rate"] == 0 < fig["word_unknown_rate"] < fig["sentences_with_unknown_word"]
+        assert fig["word_vocab_size"] > fig["bpe_vocab_size"] == 4000 and 1 < fig["pieces_per_word"] < 2
+    assert beam["n"] == real.info["test"]["n"] and beam["beam_size"] > 1
+    assert beam["greedy"]["bleu"] == pytest.approx(real.info["test"]["bleu"])
+    assert beam["beam"]["bleu"] > beam["greedy"]["bleu"] and 0 < beam["changed"] < 1
+
+
+@pytest.mark.skipif(not SHARED.is_file(), reason=f"the training corpus is not here ({SHARED}); "
+                    "a reader's clone has no ../shared/data/, so the committed figures cannot be re-measured")
+def test_real_model_vocabulary_and_beam_figures_are_re_measured(real):
+    info = real.info
+    corpus = tx.data.split_corpus(tx.data.load_parallel_tsv(SHARED), seed=info["seed"])
+    french = [fr for fr, _ in corpus.test]
+    words = tx.data.Vocab.build([fr for fr, _ in corpus.train])
+    ids = [i for s in french for i in words.encode(s, add_bos=False, add_eos=False)]
+    pieces = [i for s in french for i in real.src_vocab.encode(s, add_bos=False, add_eos=False)]
+    fig = info["subwords"]["french"]
+    assert len(words) == fig["word_vocab_size"] and len(ids) == fig["words"] and len(pieces) == fig["pieces"]
+    assert ids.count(tx.data.UNK_ID) / len(ids) == pytest.approx(fig["word_unknown_rate"])
+    assert tx.data.UNK_ID not in pieces
+    beam = info["test_beam"]
+    scores = tx.evaluate.evaluate(real.model, corpus.test, real.src_vocab, real.tgt_vocab,
+                                  beam_size=beam["beam_size"], length_penalty=beam["length_penalty"])
+    assert scores["bleu"] == pytest.approx(beam["beam"]["bleu"], abs=0.2)
+    assert scores["exact_match"] == pytest.approx(beam["beam"]["exact_match"], abs=0.005)

@@ -90,3 +90,39 @@ def test_a_model_of_another_size_is_refused(vocab):
     model = tiny_model(src_vocab_size=len(vocab) + 1, tgt_vocab_size=len(vocab))
     with pytest.raises(ValueError, match="src_vocab has"):
         tx.evaluate.translate(model, ["Who won?"], vocab, vocab)
+
+
+FRENCH = ["Le chat chante.", "Les chats chantent encore.", "Nous chantons, ils dansent !", "Elle chantait hier.",
+          "Tu manges une pomme ?", "Ils mangent des pommes.", "Le chaton mange."] * 3
+
+
+def test_merges_by_hand_are_the_merges_tokenizers_learns():
+    library = SubwordVocab.train(FRENCH, vocab_size=120, min_frequency=1).to_dict()["tokenizer"]["model"]["merges"]
+    library = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in library]
+    words = tx.subwords.split_words(FRENCH)
+    assert words[("▁", "c", "h", "a", "t")] == 3 and ("!",) in words  # words cut at spaces and punctuation
+    assert len(library) > 20 and tx.subwords.learn_merges(words, len(library)) == library
+
+
+def test_one_merge_joins_every_occurrence_of_the_pair():
+    words = {("▁", "l", "e", "s"): 2, ("▁", "e", "s", "e", "s"): 1}
+    pairs = tx.subwords.count_pairs(words)
+    assert pairs[("e", "s")] == 4 and pairs[("▁", "l")] == 2 and pairs[("s", "e")] == 1
+    assert tx.subwords.merge_pair(words, ("e", "s")) == {("▁", "l", "es"): 2, ("▁", "es", "es"): 1}
+    assert tx.subwords.merge_pair({("a", "a", "a"): 1}, ("a", "a")) == {("aa", "a"): 1}  # left to right
+    with pytest.raises(TypeError, match="tuple of two pieces"):
+        tx.subwords.merge_pair(words, "es")
+
+
+def test_unknown_rate_counts_unk_tokens(vocab):
+    words = tx.data.Vocab.build(ENGLISH)
+    assert tx.subwords.unknown_rate(words, ["Who won the net?"]) == pytest.approx(1 / 5)
+    assert tx.subwords.unknown_rate(vocab, ["Who won the net?"]) == 0
+    with pytest.raises(TypeError, match="list of strings"):
+        tx.subwords.unknown_rate(vocab, "Who won?")
+
+
+def test_an_overlong_sentence_is_counted_in_pieces_not_words(vocab):
+    model = tiny_model(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=8)
+    with pytest.raises(ValueError, match=r"sentence 0 has \d+ pieces.*max_len of 8"):
+        tx.evaluate.translate(model, ["Who won the race? " * 3], vocab, vocab)

@@ -79,6 +79,7 @@ class Vocab:
     pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
     # tokenize() lowercases, so a translation can only be compared with a reference lowercased too.
     comparison = "lowercased"
+    unit = "words"  # what one id stands for, as error messages name it
 
     def __init__(self, itos: Sequence[str]) -> None:
         """Wrap a list of tokens (id -> token); it must start with PAD, BOS, EOS, UNK."""

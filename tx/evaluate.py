@@ -30,7 +30,7 @@ def translate(
     check_int("batch_size", batch_size, low=1)
     max_len = model.config.max_len - 1 if max_len is None else max_len
     encoded = [src_vocab.encode(s, add_bos=False) for s in sentences]
-    _check_source_lengths(encoded, model.config.max_len)
+    _check_source_lengths(encoded, model.config.max_len, getattr(src_vocab, "unit", "tokens"))
     dev = next(model.parameters()).device
     out: list[str] = []
     for i in range(0, len(sentences), batch_size):
@@ -98,10 +98,11 @@ def _check_sentences(sentences: Sequence[str]) -> None:
         raise TypeError(f"sentences must be a list of strings, got {sentences!r:.80}.")
 
 
-def _check_source_lengths(encoded: list[list[int]], max_len: int) -> None:
+def _check_source_lengths(encoded: list[list[int]], max_len: int, unit: str = "words") -> None:
+    """``unit`` names what the ids are: "words" for a word Vocab, "pieces" for a SubwordVocab."""
     for i, ids in enumerate(encoded):
         if len(ids) > max_len:
             raise ValueError(
-                f"sentence {i} has {len(ids) - 1} words, and with <eos> {len(ids)} tokens, more than the "
+                f"sentence {i} has {len(ids) - 1} {unit}, and with <eos> {len(ids)} tokens, more than the "
                 f"model's max_len of {max_len} positions; shorten or split it."
             )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ from torch import Tensor
 from .checks import check_int
 from .data import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK, UNK_ID, _as_id_list
 
-__all__ = ["SubwordVocab"]
+__all__ = ["SubwordVocab", "split_words", "count_pairs", "merge_pair", "learn_merges", "unknown_rate"]
 
 _KIND = "bpe"
 
@@ -38,6 +39,7 @@ class SubwordVocab:
     pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
     # Case is kept end to end, so a translation is compared with its reference as written.
     comparison = "cased"
+    unit = "pieces"  # what one id stands for, as error messages name it
 
     def __init__(self, tokenizer_json: str) -> None:
         """Wrap a trained ``tokenizers`` tokenizer given as its JSON; build one with :meth:`train`."""
@@ -153,3 +155,81 @@ def _check_text(text: object) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__} {text!r:.60}.")
     return text
+
+
+# ----------------------------------------------------------------------------- one merge by hand
+
+
+def split_words(sentences: Iterable[str]) -> dict[tuple[str, ...], int]:
+    """Each word of ``sentences`` spelled as single characters, with its count: what BPE's first merge starts from.
+
+    Words are cut exactly as :meth:`SubwordVocab.train` cuts them (the library's own
+    pre-tokenizer: at spaces, with "▁" marking a word's start, and around punctuation).
+    """
+    from tokenizers import pre_tokenizers
+
+    if isinstance(sentences, str):
+        raise TypeError(f"sentences must be a list of strings, got the string {sentences!r:.60}: pass [{sentences!r:.60}].")
+    cut = pre_tokenizers.Sequence([pre_tokenizers.Metaspace(), pre_tokenizers.Punctuation()])
+    counts: Counter[tuple[str, ...]] = Counter()
+    for sentence in sentences:
+        text = " ".join(unicodedata.normalize("NFC", _check_text(sentence)).split())
+        counts.update(tuple(word) for word, _ in cut.pre_tokenize_str(text))
+    return dict(counts)
+
+
+def count_pairs(words: dict[tuple[str, ...], int]) -> Counter[tuple[str, str]]:
+    """How often each adjacent pair of pieces occurs, every word weighted by its count."""
+    pairs: Counter[tuple[str, str]] = Counter()
+    for pieces, n in words.items():
+        for pair in zip(pieces, pieces[1:]):
+            pairs[pair] += n
+    return pairs
+
+
+def merge_pair(words: dict[tuple[str, ...], int], pair: tuple[str, str]) -> dict[tuple[str, ...], int]:
+    """The same words with every occurrence of ``pair`` (read left to right) joined into one piece."""
+    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+        raise TypeError(f"pair must be a tuple of two pieces (strings), such as ('e', 's'), got {pair!r:.60}.")
+    merged: dict[tuple[str, ...], int] = {}
+    for pieces, n in words.items():
+        out, i = [], 0
+        while i < len(pieces):
+            if pieces[i : i + 2] == pair:
+                out.append(pair[0] + pair[1])
+                i += 2
+            else:
+                out.append(pieces[i])
+                i += 1
+        merged[tuple(out)] = merged.get(tuple(out), 0) + n
+    return merged
+
+
+def learn_merges(words: dict[tuple[str, ...], int], n_merges: int) -> list[tuple[str, str]]:
+    """The first ``n_merges`` merges BPE learns from ``words``: each time the most frequent pair is joined.
+
+    A tie goes to the pair of older pieces, as in ``tokenizers``: single characters are the
+    oldest, in code-point order, then merged pieces in the order they were made.
+    """
+    check_int("n_merges", n_merges, low=0)
+    age = {c: i for i, c in enumerate(sorted({c for pieces in words for c in pieces}))}
+    merges: list[tuple[str, str]] = []
+    for _ in range(n_merges):
+        pairs = count_pairs(words)
+        if not pairs:
+            break  # every word is one piece: nothing left to merge
+        best = max(pairs, key=lambda p: (pairs[p], -age[p[0]], -age[p[1]]))
+        merges.append(best)
+        age.setdefault(best[0] + best[1], len(age))
+        words = merge_pair(words, best)
+    return merges
+
+
+def unknown_rate(vocab: Any, sentences: Iterable[str]) -> float:
+    """Fraction of the tokens of ``sentences`` that ``vocab`` (a word Vocab or a SubwordVocab) encodes as <unk>."""
+    if isinstance(sentences, str):
+        raise TypeError(f"sentences must be a list of strings, got the string {sentences!r:.60}: pass [{sentences!r:.60}].")
+    ids = [i for s in sentences for i in vocab.encode(s, add_bos=False, add_eos=False)]
+    if not ids:
+        raise ValueError("unknown_rate needs at least one sentence with a token in it.")
+    return sum(i == UNK_ID for i in ids) / len(ids)
