@@ -33,9 +33,11 @@ __all__ = [
     "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
     "subwords", "translate",
+    "export",
 ]
 
 _LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate"}
+_LAZY |= {"export"}
 
 
 def device() -> torch.device:
