@@ -119,3 +119,15 @@ def test_an_earlier_export_is_not_overwritten_without_force(tmp_path):
         export(path, tmp_path / "file")
     with pytest.raises(FileNotFoundError, match="python -m tx.export"):
         ExportedModel(tmp_path / "empty")
+
+
+def test_translate_command_with_the_onnx_runtime_gives_tx_s_translations(book, capsys):
+    sentences = ["je suis étudiant", "", "elles ne voient pas les maisons rouges", "merci"]
+    onnx = tx.translate.main([str(BOOK_MODEL), *sentences, "--runtime", "onnx"])
+    assert onnx == tx.translate.main([str(BOOK_MODEL), *sentences])
+    assert onnx[:2] == ["i am a student", ""]
+    with pytest.raises(SystemExit):
+        tx.translate.main([str(BOOK_MODEL), "merci", "--runtime", "onnx", "--beam", "3"])
+    assert "greedily only" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="at most 64"):
+        ExportedModel(book[0]).translate(["chat " * 70])

@@ -224,7 +224,11 @@ class ExportedModel:
             raise TypeError(f"sentences must be a list of strings, got the string {sentences!r:.60}: pass [{sentences!r:.60}].")
         out = []
         for s in sentences:  # one at a time: a page translates one sentence too
-            src = pad([self.src_vocab.encode(s, add_bos=False)], self.src_vocab.pad_id).numpy().astype(np.int64)
+            ids = self.src_vocab.encode(s, add_bos=False)
+            if len(ids) > self.manifest["config"]["max_len"]:
+                raise ValueError(f"{s!r:.60} is {len(ids)} tokens long, <eos> included, but the model reads at most "
+                                 f"{self.manifest['config']['max_len']}; split it into shorter sentences.")
+            src = pad([ids], self.src_vocab.pad_id).numpy().astype(np.int64)
             out.append(self.tgt_vocab.decode(self.greedy(src)[0].tolist()))
         return out
 
