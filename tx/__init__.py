@@ -34,10 +34,12 @@ __all__ = [
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
     "subwords", "translate",
     "export",
+    "live",
 ]
 
 _LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate"}
 _LAZY |= {"export"}
+_LAZY |= {"live"}
 
 
 def device() -> torch.device:
