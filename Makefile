@@ -21,11 +21,13 @@ VENDOR_STAMP := $(VENDOR)/.installed
 HTML_MANAGER := $(NPM_DIR)/node_modules/@jupyter-widgets/html-manager/dist
 # onnxruntime-web for the live models (tx/live.py): its WebAssembly build only, one thread.
 ORT := $(NPM_DIR)/node_modules/onnxruntime-web
+# tokenizers.js reads a Hugging Face tokenizer.json: the real model's subwords (tx.subwords).
+TOKENIZERS := $(NPM_DIR)/node_modules/@huggingface/tokenizers
 # The live models: the checkpoints exported to ONNX at build time (tx/export.py), served
 # as _static/tx-live/NAME/ by _ext/book_site.py. Nothing generated is committed.
 LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
-LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors
+LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
 .PHONY: book test unit notebooks lab clean vendor chromium site-test live-models serve
 
@@ -69,6 +71,8 @@ $(VENDOR_STAMP): package.json package-lock.json
 	mkdir -p $(VENDOR)/ort
 	cp $(ORT)/dist/ort.wasm.min.js $(ORT)/dist/ort-wasm-simd-threaded.mjs $(ORT)/dist/ort-wasm-simd-threaded.wasm \
 	   $(VENDOR)/ort/
+	mkdir -p $(VENDOR)/tokenizers
+	cp $(TOKENIZERS)/dist/tokenizers.min.mjs $(TOKENIZERS)/LICENSE $(VENDOR)/tokenizers/
 	touch $@
 
 ## live-models: export the live blocks' checkpoints to ONNX (python -m tx.export) into _build/live
@@ -76,8 +80,9 @@ live-models: $(LIVE_STAMP)
 
 $(LIVE_STAMP): $(STAMP) $(LIVE_CHECKPOINTS) tx/export.py
 	rm -rf $(LIVE)
-	for ckpt in $(LIVE_CHECKPOINTS); do \
-	  $(BIN)/python -m tx.export $$ckpt $(LIVE)/tx-live/$$(basename $$ckpt .safetensors) || exit 1; done
+	$(BIN)/python -m tx.export tx/checkpoints/fr_en_small.safetensors $(LIVE)/tx-live/fr_en_small
+	# int8 weights: the real model's float32 graphs alone would be 10 MB, over a page's budget
+	$(BIN)/python -m tx.export tx/checkpoints/fr_en_real.safetensors $(LIVE)/tx-live/fr_en_real --quantize int8
 	touch $@
 
 ## serve: the built site on http://localhost:$(PORT)/ (the live models need a server, not file://)

@@ -131,3 +131,23 @@ def test_translate_command_with_the_onnx_runtime_gives_tx_s_translations(book, c
     assert "greedily only" in capsys.readouterr().err
     with pytest.raises(ValueError, match="at most 64"):
         ExportedModel(book[0]).translate(["chat " * 70])
+
+
+OWN_SENTENCES = ["Tom est fatigué.", "Où est Marie ?", "Je ne comprends pas pourquoi il pleut.",
+                 "Nous avons mangé une pomme rouge hier soir.", "C'est l'heure !", "Il fait froid aujourd'hui.",
+                 "J'aime lire des livres.", "Elle a acheté une nouvelle voiture."]
+
+
+def test_int8_weights_shrink_the_files_and_keep_the_translations(tmp_path, book, real):
+    for (plain, ck), name in ((book, "book"), (real, "real")):
+        small = tmp_path / name
+        export(BOOK_MODEL if name == "book" else REAL_MODEL, small, quantize="int8")
+        for graph in ("encoder.onnx", "decoder.onnx"):
+            assert (small / graph).stat().st_size * 3 < (plain / graph).stat().st_size
+        assert json.loads((small / "manifest.json").read_text())["quantize"] == "int8"
+        sentences = [fr for fr, _ in tx.data.load_corpus().test] if name == "book" else OWN_SENTENCES
+        same = sum(a == b for a, b in zip(ExportedModel(small).translate(sentences),
+                                          tx.evaluate.translate(ck.model, sentences, ck.src_vocab, ck.tgt_vocab)))
+        assert same >= 0.99 * len(sentences), f"{name}: int8 gives tx's translation for {same} of {len(sentences)}"
+    with pytest.raises(ValueError, match="quantize must be one of"):
+        export(BOOK_MODEL, tmp_path / "x", quantize="int4")

@@ -71,3 +71,34 @@ def test_the_page_tokeniser_splits_every_character_as_tx_does():
     got = _js_tokens(texts)
     wrong = [(t, tokenize(t), g) for t, g in zip(texts, got) if tokenize(t) != g]
     assert len(got) == len(texts) and not wrong, wrong[:5]
+
+
+TOKENIZERS_JS = Path(__file__).resolve().parents[1] / "_build" / "npm" / "node_modules" / "@huggingface" / "tokenizers"
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tatoeba-eng-fra-75k.tsv"
+
+
+@pytest.mark.skipif(shutil.which("node") is None or not TOKENIZERS_JS.is_dir(),
+                    reason="Node.js or tokenizers.js is missing (make vendor installs it)")
+def test_the_page_subword_tokenizer_gives_tx_subwords_ids_and_text(tmp_path):
+    """tokenizers.js, which the page uses for the real model, encodes and decodes as tx.subwords."""
+    ck = tx.checkpoint.load(REAL_MODEL)
+    pairs = [line.split("\t")[:2] for line in CORPUS.read_text(encoding="utf-8").splitlines()[:2000]] if CORPUS.is_file() else []
+    french = [p[1] for p in pairs if len(p) == 2] + ["  Tom   est\tlà !", "L’homme", "e\u0301te\u0301", "Zoé, ça va ?", "日本", "«Oui»"]
+    english = [p[0] for p in pairs if len(p) == 2] + ["Tom is tired.", "Where's Mary?", "I don't know."]
+    for side, vocab in (("src", ck.src_vocab), ("tgt", ck.tgt_vocab)):
+        (tmp_path / f"{side}.json").write_text(json.dumps(vocab.to_dict()["tokenizer"]), encoding="utf-8")
+    ids = [ck.tgt_vocab.encode(e, add_bos=False) for e in english]  # ... <eos>: decode stops there
+    script = ("const {BpeVocab} = require(process.argv[1]);"
+              "const {Tokenizer} = require(process.argv[2] + '/dist/tokenizers.cjs');"
+              "const fs = require('fs'), read = p => JSON.parse(fs.readFileSync(p, 'utf8'));"
+              "const [src, tgt] = [process.argv[3], process.argv[4]].map(p => new BpeVocab(Tokenizer, read(p)));"
+              "const input = JSON.parse(fs.readFileSync(0, 'utf8')), m = {eos_id: 2, bos_id: 1, pad_id: 0};"
+              "process.stdout.write(JSON.stringify({enc: input.french.map(t => src.encode(t)),"
+              " dec: input.ids.map(i => tgt.decode(i, m)), pieces: input.ids.map(i => tgt.tokens(i))}));")
+    done = subprocess.run(["node", "-e", script, str(LIVE_JS), str(TOKENIZERS_JS), str(tmp_path / "src.json"),
+                           str(tmp_path / "tgt.json")], input=json.dumps({"french": french, "ids": ids}),
+                          capture_output=True, text=True, check=True)
+    got = json.loads(done.stdout)
+    assert got["enc"] == [ck.src_vocab.encode(t, add_bos=False, add_eos=False) for t in french]
+    assert got["dec"] == [ck.tgt_vocab.decode(i) for i in ids]
+    assert got["pieces"] == [ck.tgt_vocab.tokens(i) for i in ids]

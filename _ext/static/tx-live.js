@@ -36,8 +36,31 @@
     var itos = this.itos;
     return ids.map(function (i) { return itos[i]; });
   };
+  function kept(ids, m) { // up to the first <eos>, without <bos> and <pad> (m: the manifest's ids)
+    var end = ids.indexOf(m.eos_id);
+    return (end < 0 ? ids : ids.slice(0, end)).filter(function (i) { return i !== m.bos_id && i !== m.pad_id; });
+  }
+  WordVocab.prototype.decode = function (ids, m) { // as tx.data.Vocab.decode
+    return detokenize(this.tokens(kept(ids, m)));
+  };
 
-  var api = { tokenize: tokenize, detokenize: detokenize, WordVocab: WordVocab };
+  // A subword vocabulary (tx.subwords): the Hugging Face tokenizer.json, read by tokenizers.js.
+  function BpeVocab(Tokenizer, json) {
+    this.tok = new Tokenizer(json, {});
+    this.itos = [];
+    var itos = this.itos, vocab = json.model.vocab;
+    Object.keys(vocab).forEach(function (piece) { itos[vocab[piece]] = piece; });
+    (json.added_tokens || []).forEach(function (t) { itos[t.id] = t.content; });
+  }
+  BpeVocab.prototype.encode = function (text) {
+    return Array.from(this.tok.encode(text, { add_special_tokens: false }).ids);
+  };
+  BpeVocab.prototype.tokens = WordVocab.prototype.tokens;
+  BpeVocab.prototype.decode = function (ids, m) { // as tx.subwords.SubwordVocab.decode
+    return this.tok.decode(kept(ids, m), { skip_special_tokens: false }).trim();
+  };
+
+  var api = { tokenize: tokenize, detokenize: detokenize, WordVocab: WordVocab, BpeVocab: BpeVocab };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
   if (typeof document === "undefined") return;
 
@@ -78,20 +101,33 @@
       models[name] = Promise.all([loadRuntime(), fetchOk(new URL("manifest.json", base), "json")])
         .then(function (got) {
           var ort = got[0], manifest = got[1];
-          if (manifest.vocab_kind !== "word") throw new Error("this page cannot yet read a " + manifest.vocab_kind + " vocabulary");
           var options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
           return Promise.all([
-            fetchOk(new URL("vocab.json", base), "json"),
+            loadVocabs(manifest, base),
             fetchOk(new URL(manifest.files.encoder, base)).then(function (b) { return ort.InferenceSession.create(b, options); }),
             fetchOk(new URL(manifest.files.decoder, base)).then(function (b) { return ort.InferenceSession.create(b, options); }),
           ]).then(function (parts) {
-            return { ort: ort, manifest: manifest, src: new WordVocab(parts[0].src_itos),
-                     tgt: new WordVocab(parts[0].tgt_itos), encoder: parts[1], decoder: parts[2] };
+            return { ort: ort, manifest: manifest, src: parts[0][0], tgt: parts[0][1], encoder: parts[1], decoder: parts[2] };
           });
         });
       models[name].catch(function () { delete models[name]; }); // a later try starts again
     }
     return models[name];
+  }
+
+  function loadVocabs(manifest, base) { // [source vocabulary, target vocabulary]
+    if (manifest.vocab_kind === "word") {
+      return fetchOk(new URL("vocab.json", base), "json").then(function (v) {
+        return [new WordVocab(v.src_itos), new WordVocab(v.tgt_itos)];
+      });
+    }
+    return Promise.all([
+      import(new URL("tokenizers/tokenizers.min.mjs", STATIC).href),
+      fetchOk(new URL("src_tokenizer.json", base), "json"),
+      fetchOk(new URL("tgt_tokenizer.json", base), "json"),
+    ]).then(function (got) {
+      return [new BpeVocab(got[0].Tokenizer, got[1]), new BpeVocab(got[0].Tokenizer, got[2])];
+    });
   }
 
   // ---------------------------------------------------------------- greedy decoding
@@ -115,10 +151,8 @@
       ys.push(best);
       if (best === m.eos_id) break;
     }
-    var out = ys.slice(1), end = out.indexOf(m.eos_id);
-    var words = model.tgt.tokens(end < 0 ? out : out.slice(0, end));
     // The last step's input was every token but the last: its cross-attention has one row per written token.
-    return { srcIds: srcIds, ys: ys, text: detokenize(words), cross: last.cross_attn };
+    return { srcIds: srcIds, ys: ys, text: model.tgt.decode(ys.slice(1), m), cross: last.cross_attn };
   }
 
   // ---------------------------------------------------------------- the attention map
@@ -153,7 +187,8 @@
   }
 
   function draw(box, rows, english, french, caption) {
-    var cell = 34, left = 90, top = 80, T = rows.length, S = french.length;
+    var longest = function (words) { return Math.max.apply(null, words.map(function (w) { return w.length; })); };
+    var cell = 34, left = 14 + 8 * longest(english), top = 16 + 6 * longest(french), T = rows.length, S = french.length;
     var width = left + S * cell + 70, height = top + T * cell + 10;
     var svg = el("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img",
                           "aria-label": caption, "data-live-attention": JSON.stringify(rows) });
@@ -228,7 +263,8 @@
         output.textContent = result.text;
         output.parentNode.hidden = false;
         var unknown = result.srcIds.filter(function (i) { return i === model.manifest.unk_id; }).length;
-        status.textContent = "Translated in your browser in " + ms.toFixed(0) + " ms." +
+        status.textContent = "Translated in your browser in " + ms.toFixed(0) + " ms" +
+          (model.manifest.quantize ? ", by the model with its weights rounded to " + model.manifest.quantize + "." : ".") +
           (unknown ? " " + unknown + " word" + (unknown > 1 ? "s" : "") + " unknown to the model (<unk>)." : "");
         redraw();
         block.setAttribute("data-live-state", "done");
