@@ -98,6 +98,30 @@ def _onnx_bytes(module: nn.Module, args: tuple[Tensor, ...], inputs: list[str], 
     return proto.SerializeToString()
 
 
+def _graphs(model: Transformer) -> tuple[bytes, bytes]:
+    """The encoder and decoder graphs of ``model`` as ONNX bytes, traced on a padded example."""
+    cfg = model.config
+    for m in model.attention_layers().values():
+        m.record = True  # the explicit softmax path, which keeps its weights for the outputs
+    try:
+        src = torch.tensor([[5, 6, 7, cfg.pad_id]]).clamp(max=cfg.src_vocab_size - 1)  # [1, 4], with padding
+        tgt = torch.tensor([[1, 5, 6]]).clamp(max=cfg.tgt_vocab_size - 1)  # [1, 3]
+        with torch.no_grad():
+            memory = _Encoder(model)(src)[0]
+            encoder = _onnx_bytes(_Encoder(model), (src,), ["src"], ["memory", "enc_self_attn"],
+                                  {"src": {0: "B", 1: "S"}, "memory": {0: "B", 1: "S"},
+                                   "enc_self_attn": {1: "B", 3: "S", 4: "S"}})
+            decoder = _onnx_bytes(_Decoder(model), (memory, src, tgt), ["memory", "src", "tgt"],
+                                  ["logits", "dec_self_attn", "cross_attn"],
+                                  {"memory": {0: "B", 1: "S"}, "src": {0: "B", 1: "S"}, "tgt": {0: "B", 1: "T"},
+                                   "logits": {0: "B", 1: "T"}, "dec_self_attn": {1: "B", 3: "T", 4: "T"},
+                                   "cross_attn": {1: "B", 3: "T", 4: "S"}})
+    finally:
+        for m in model.attention_layers().values():
+            m.record, m.attention_weights = False, None
+    return encoder, decoder
+
+
 def _vocab_files(src_vocab, tgt_vocab) -> tuple[dict[str, str], str]:
     """{file name: JSON text} for the two vocabularies, and their kind ("word" or "bpe")."""
     src, tgt = src_vocab.to_dict(), tgt_vocab.to_dict()
@@ -158,24 +182,7 @@ def export(checkpoint: str | os.PathLike, outdir: str | os.PathLike, force: bool
 
     model = ck.model.cpu().eval()
     cfg = model.config
-    for m in model.attention_layers().values():
-        m.record = True  # the explicit softmax path, which keeps its weights for the outputs
-    try:
-        src = torch.tensor([[5, 6, 7, cfg.pad_id]]).clamp(max=cfg.src_vocab_size - 1)  # [1, 4], with padding
-        tgt = torch.tensor([[1, 5, 6]]).clamp(max=cfg.tgt_vocab_size - 1)  # [1, 3]
-        with torch.no_grad():
-            memory = _Encoder(model)(src)[0]
-            encoder = _onnx_bytes(_Encoder(model), (src,), ["src"], ["memory", "enc_self_attn"],
-                                  {"src": {0: "B", 1: "S"}, "memory": {0: "B", 1: "S"},
-                                   "enc_self_attn": {1: "B", 3: "S", 4: "S"}})
-            decoder = _onnx_bytes(_Decoder(model), (memory, src, tgt), ["memory", "src", "tgt"],
-                                  ["logits", "dec_self_attn", "cross_attn"],
-                                  {"memory": {0: "B", 1: "S"}, "src": {0: "B", 1: "S"}, "tgt": {0: "B", 1: "T"},
-                                   "logits": {0: "B", 1: "T"}, "dec_self_attn": {1: "B", 3: "T", 4: "T"},
-                                   "cross_attn": {1: "B", 3: "T", 4: "S"}})
-    finally:
-        for m in model.attention_layers().values():
-            m.record, m.attention_weights = False, None
+    encoder, decoder = _graphs(model)
     if quantize == "int8":
         encoder, decoder = _int8(encoder), _int8(decoder)
     manifest = {
