@@ -226,10 +226,14 @@
     var last = null;
     form.hidden = false;
     block.querySelector(".tx-live-static").hidden = true;
-    if (location.protocol === "file:") {
-      status.textContent = "This page was opened from a file, and a browser does not let such a page run the " +
-        "model. Serve the site instead: run `make serve` in the book's folder (or " +
-        "`python -m http.server -d _build/html`) and open this page at http://localhost:8000/.";
+    var why = location.protocol === "file:" ?
+      "This page was opened from a file, and a browser does not let such a page run the " +
+      "model. Serve the site instead: run `make serve` in the book's folder (or " +
+      "`python -m http.server -d _build/html`) and open this page at http://localhost:8000/." :
+      typeof WebAssembly === "undefined" ?
+      "This browser does not run WebAssembly (or has it switched off), which the model needs here." : "";
+    if (why) {
+      status.textContent = why;
       block.setAttribute("data-live-state", "unavailable");
       form.querySelectorAll("input, button, select").forEach(function (c) { c.disabled = true; });
       return;
@@ -244,7 +248,8 @@
       var which = head === "mean" ? "mean of the heads" : "head " + (Number(head) + 1);
       draw(box, rows, english, french, "Encoder-decoder attention, layer " + (layer + 1) + ", " + which +
            ": one row per English token written, one column per French token.");
-      block.txLive = { srcIds: last.result.srcIds, ys: last.result.ys, layer: layer, head: head, attention: rows };
+      block.txLive = { srcIds: last.result.srcIds, ys: last.result.ys, layer: layer, head: head, attention: rows,
+                       ms: last.ms }; // ms: the translation's time, encoder and every decoder step
     }
 
     form.addEventListener("submit", async function (event) {
@@ -259,7 +264,7 @@
         var start = performance.now();
         var result = await translate(model, text);
         var ms = performance.now() - start;
-        last = { model: model, result: result };
+        last = { model: model, result: result, ms: ms };
         output.textContent = result.text;
         output.parentNode.hidden = false;
         var unknown = result.srcIds.filter(function (i) { return i === model.manifest.unk_id; }).length;
