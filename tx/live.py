@@ -68,8 +68,8 @@ class Translator:
 <input type="text" id="{uid}-text" name="text" list="{uid}-examples" value="{html.escape(self.examples[0])}" autocomplete="off" spellcheck="false">
 <datalist id="{uid}-examples">{options}</datalist>
 <button type="submit">Translate</button>
-<label for="{uid}-layer">Layer</label><select id="{uid}-layer" name="layer">{layers}</select>
-<label for="{uid}-head">Head</label><select id="{uid}-head" name="head">{heads}</select>
+<span class="tx-live-control"><label for="{uid}-layer">Layer</label><select id="{uid}-layer" name="layer">{layers}</select></span>
+<span class="tx-live-control"><label for="{uid}-head">Head</label><select id="{uid}-head" name="head">{heads}</select></span>
 </form>
 <p class="tx-live-result" hidden>English: <output for="{uid}-text" data-live-output aria-live="polite"></output></p>
 <p class="tx-live-status" role="status"></p>
