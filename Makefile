@@ -19,8 +19,17 @@ NPM_DIR := _build/npm
 VENDOR  := _build/vendor
 VENDOR_STAMP := $(VENDOR)/.installed
 HTML_MANAGER := $(NPM_DIR)/node_modules/@jupyter-widgets/html-manager/dist
+# onnxruntime-web for the live models (tx/live.py): its WebAssembly build only, one thread.
+ORT := $(NPM_DIR)/node_modules/onnxruntime-web
+# tokenizers.js reads a Hugging Face tokenizer.json: the real model's subwords (tx.subwords).
+TOKENIZERS := $(NPM_DIR)/node_modules/@huggingface/tokenizers
+# The live models: the checkpoints exported to ONNX at build time (tx/export.py), served
+# as _static/tx-live/NAME/ by _ext/book_site.py. Nothing generated is committed.
+LIVE := _build/live
+LIVE_STAMP := $(LIVE)/.exported
+LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit notebooks lab clean vendor chromium site-test
+.PHONY: book test unit notebooks lab clean vendor chromium site-test live-models serve
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +38,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 ## book: build the website into _build/html (executes every notebook)
-book: $(STAMP) $(VENDOR_STAMP)
+book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
 	rm -rf _build/html _build/jupyter_execute
 	$(BIN)/python -m tx.exercises learner _build/learner --zip _build/learner-edition.zip
 	$(JB)
@@ -59,7 +68,27 @@ $(VENDOR_STAMP): package.json package-lock.json
 	cp $(NPM_DIR)/node_modules/requirejs/require.js $(VENDOR)/widgets/
 	cp $(HTML_MANAGER)/embed-amd.js $(HTML_MANAGER)/*.woff2 $(HTML_MANAGER)/*.woff \
 	   $(HTML_MANAGER)/*.ttf $(HTML_MANAGER)/*.eot $(HTML_MANAGER)/*.svg $(VENDOR)/widgets/
+	mkdir -p $(VENDOR)/ort
+	cp $(ORT)/dist/ort.wasm.min.js $(ORT)/dist/ort-wasm-simd-threaded.mjs $(ORT)/dist/ort-wasm-simd-threaded.wasm \
+	   $(VENDOR)/ort/
+	mkdir -p $(VENDOR)/tokenizers
+	cp $(TOKENIZERS)/dist/tokenizers.min.mjs $(TOKENIZERS)/LICENSE $(VENDOR)/tokenizers/
 	touch $@
+
+## live-models: export the live blocks' checkpoints to ONNX (python -m tx.export) into _build/live
+live-models: $(LIVE_STAMP)
+
+$(LIVE_STAMP): $(STAMP) $(LIVE_CHECKPOINTS) tx/export.py
+	rm -rf $(LIVE)
+	$(BIN)/python -m tx.export tx/checkpoints/fr_en_small.safetensors $(LIVE)/tx-live/fr_en_small
+	# int8 weights: the real model's float32 graphs alone would be 10 MB, over a page's budget
+	$(BIN)/python -m tx.export tx/checkpoints/fr_en_real.safetensors $(LIVE)/tx-live/fr_en_real --quantize int8
+	touch $@
+
+## serve: the built site on http://localhost:$(PORT)/ (the live models need a server, not file://)
+PORT ?= 8000
+serve:
+	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
 
 ## chromium: Debian's Chromium for the browser tests (CI runs as root)
 chromium:

@@ -16,6 +16,10 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
   every page loads ``static/tx-explorer.js`` (a few lines that switch frames) and
   ``static/tx-book.css`` (the controls' layout, and code cells that wrap long lines). The first
   frame of an explorer gets its cell's ``mystnb.image.alt`` as well as the name of its state.
+* Serves the live models (``tx/live.py``): ``make live-models`` exports the checkpoints to
+  ``_build/live/tx-live/NAME/`` (``tx/export.py``), served as ``_static/tx-live/NAME/``;
+  onnxruntime-web comes from ``make vendor`` as ``_static/ort/``, and every page loads
+  ``static/tx-live.js``, which fetches those only when a reader uses a live block.
 * Gives the site a favicon (``extra/favicon.ico``, also served as ``/favicon.ico``).
 * Gives every page ``<meta name="description">`` and Open Graph tags (``og:title``,
   ``og:description``, ``og:type``, ``og:site_name``, and ``og:url`` when ``html.baseurl``
@@ -52,7 +56,14 @@ def add_static_paths(app: Sphinx, config) -> None:
             f"{vendor} has no MathJax or widget scripts: run `make vendor` "
             "(`make book` does) to install them with npm before building the book."
         )
-    for path in (str(vendor), str(HERE / "static")):
+    # The live models (tx/live.py): ONNX exports of the checkpoints, from `make live-models`.
+    live = Path(app.confdir, config.book_site_live_dir)
+    if not (live / "tx-live").is_dir():
+        raise ConfigError(
+            f"{live} has no exported models: run `make live-models` (`make book` does) to export "
+            "the live translators' checkpoints with python -m tx.export before building the book."
+        )
+    for path in (str(vendor), str(live), str(HERE / "static")):
         if path not in config.html_static_path:
             config.html_static_path.append(path)
     # The site's favicon: <link rel="icon"> on every page, and /favicon.ico for browsers
@@ -261,6 +272,7 @@ def add_base_href(app: Sphinx, pagename: str, templatename: str, context: dict, 
 
 def setup(app: Sphinx) -> dict:
     app.add_config_value("book_site_vendor_dir", "_build/vendor", "env", [str])
+    app.add_config_value("book_site_live_dir", "_build/live", "env", [str])
     # The description of pages that have no text of their own (search, index, 404);
     # by default the first paragraph of the book's root page.
     app.add_config_value("book_site_description", "", "html", [str])
@@ -271,6 +283,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", widget_alt_text)
     app.connect("doctree-resolved", explorer_alt_text)
     app.add_js_file("tx-explorer.js", loading_method="defer")
+    app.add_js_file("tx-live.js", loading_method="defer")  # a few kB; the runtime loads only when used
     app.add_css_file("tx-book.css")
     app.connect("html-collect-pages", add_404_page)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -33,9 +33,13 @@ __all__ = [
     "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
     "subwords", "translate",
+    "export",
+    "live",
 ]
 
 _LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate"}
+_LAZY |= {"export"}
+_LAZY |= {"live"}
 
 
 def device() -> torch.device:

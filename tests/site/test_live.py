@@ -1,0 +1,195 @@
+"""The live translators on the built website (tx/live.py, _ext/static/tx-live.js), in Chromium.
+
+A reader types French sentences into each translator block (chapter 1's, and any other chapter's),
+from the keyboard; the page must give exactly tx's translation, the token ids tx gives, and the
+attention map tx computes (within 1e-4) for the layer and head chosen. For a model exported with
+int8 weights the reference is the same graphs run by onnxruntime in Python (tests/test_export.py
+compares those with tx). Nothing is fetched before the block is used, no request leaves the site,
+nothing logs an error, and what the block downloads fits the size budget. A page opened from a
+file says how to serve the site instead.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from urllib.parse import urlsplit
+
+import pytest
+import torch
+
+import tx
+from sitekit import HTML, open_page
+from tx.export import ExportedModel
+
+PAGE = "chapters/01_high_level_look"  # the book's model; the real-French chapter adds the real one
+LIVE_BUDGET = 8 * 10**6  # bytes, gzip-compressed: what a page with a live block downloads, runtime included
+LIVE_PATHS = ("/_static/ort/", "/_static/tx-live/", "/_static/tokenizers/")
+BLOCK = re.compile(r'data-live-model="translate" data-model="([^"]+)"')
+
+WORD_SENTENCES = [  # test sentences, then text a reader might type: capitals, apostrophes, marks, unknown words
+    *[fr for fr, _ in tx.data.load_corpus().test[:5]],
+    "Je ne vois pas le chat noir.",
+    "L’homme mange la pomme rouge !",
+    "elle n'aime pas les chiens ; il aime les chats",
+    "bonjour Zoé, ça va ?",
+    "merci",
+]
+FREE_SENTENCES = ["Tom est fatigué.", "Où est Marie ?", "Je ne comprends pas pourquoi il pleut.",
+                  "L’homme mange une pomme rouge !", "Zoé a acheté une nouvelle voiture hier."]
+
+
+def _live_pages() -> list[tuple[str, str]]:
+    """(page, model) for the first translator block of every built chapter that has one."""
+    found = []
+    for path in sorted((HTML / "chapters").glob("*.html")):
+        found += [(f"chapters/{path.stem}", name) for name in BLOCK.findall(path.read_text(encoding="utf-8"))[:1]]
+    return found
+
+
+LIVE_PAGES = _live_pages()
+
+
+class Reference:
+    """What a page must show for one exported model."""
+
+    def __init__(self, name: str):
+        self.onnx = ExportedModel(HTML / "_static" / "tx-live" / name)
+        self.exact = self.onnx.manifest["quantize"] is None  # float32 graphs: tx itself is the reference
+        self.ck = tx.checkpoint.load(tx.checkpoint.BOOK_MODEL.parent / f"{name}.safetensors")
+        self.sentences = WORD_SENTENCES if self.onnx.manifest["vocab_kind"] == "word" else FREE_SENTENCES
+
+    def translations(self) -> list[str]:
+        ck = self.ck
+        if self.exact:
+            return tx.evaluate.translate(ck.model, self.sentences, ck.src_vocab, ck.tgt_vocab)
+        return self.onnx.translate(self.sentences)
+
+    def attention(self, src_ids: list[int], ys: list[int], layer: int, head) -> torch.Tensor:
+        """The encoder-decoder attention [T, S] for the decoded tokens: one head, or their mean."""
+        src, tgt = torch.tensor([src_ids]), torch.tensor([ys[:-1]])
+        if self.exact:
+            with torch.no_grad(), self.ck.model.recording_attention() as maps:
+                self.ck.model(src, tgt)
+            weights = maps[f"decoder.layers.{layer}.cross_attn"][0]  # [H, T, S]
+        else:
+            memory, _ = self.onnx.encode(src.numpy())
+            weights = torch.from_numpy(self.onnx.decode(memory, src.numpy(), tgt.numpy())[2][layer, 0])  # [H, T, S]
+        return (weights.mean(dim=0) if head == "mean" else weights[int(head)]).double()
+
+
+@pytest.fixture(scope="module")
+def visits_live(browser, site):
+    """Each page with a live block opened once, in its own context (the tests type into it)."""
+    opened = {}
+
+    def visit(docname):
+        if docname not in opened:
+            opened[docname] = open_page(browser, site, f"{docname}.html")
+        return opened[docname]
+
+    yield visit
+    for v in opened.values():
+        v.context.close()
+
+
+def _translate(page, text: str) -> dict:
+    """Type ``text`` into the block from the keyboard, press Enter, wait for the result."""
+    block = page.locator('[data-live-model="translate"]').first
+    block.evaluate("b => b.removeAttribute('data-live-state')")
+    block.locator('input[name="text"]').focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "b => ['done', 'error'].includes(b.getAttribute('data-live-state'))", arg=block.element_handle(), timeout=60_000)
+    return block.evaluate("""b => ({state: b.getAttribute('data-live-state'),
+        status: b.querySelector('.tx-live-status').textContent,
+        output: b.querySelector('[data-live-output]').textContent, live: b.txLive,
+        drawn: JSON.parse(b.querySelector('svg').getAttribute('data-live-attention'))})""")
+
+
+def test_chapter_1_has_the_book_model_s_live_translator():
+    assert (PAGE, "fr_en_small") in LIVE_PAGES, LIVE_PAGES
+
+
+@pytest.mark.parametrize("docname, name", LIVE_PAGES)
+def test_nothing_is_fetched_until_the_reader_asks(visits_live, docname, name):
+    live = visits_live(docname)
+    page = live.page
+    assert page.locator('[data-live-model="translate"] [data-live-output]').count() == 1
+    assert page.locator(".tx-live-form").first.is_visible() and not page.locator(".tx-live-static").first.is_visible()
+    early = [u for u in live.requests if any(p in urlsplit(u).path for p in LIVE_PATHS)]
+    assert not early, f"fetched before the block was used: {early}"
+
+
+@pytest.mark.parametrize("docname, name", LIVE_PAGES)
+def test_typed_sentences_give_tx_s_ids_translations_and_attention(visits_live, docname, name):
+    live, ref = visits_live(docname), Reference(name)
+    page = live.page
+    last = ref.ck.model.config.n_layers - 1
+    for sentence, english in zip(ref.sentences, ref.translations()):
+        got = _translate(page, sentence)
+        assert got["state"] == "done", got["status"]
+        assert got["output"] == english, f"{sentence!r}: the page wrote {got['output']!r}, expected {english!r}"
+        src_ids = ref.ck.src_vocab.encode(sentence, add_bos=False)
+        assert got["live"]["srcIds"] == src_ids, f"{sentence!r}: the page's token ids differ from tx's"
+        ys = got["live"]["ys"]
+        assert ref.ck.tgt_vocab.decode(ys) == english
+        assert got["live"]["layer"] == last and got["live"]["head"] == "mean"  # the block's first choice
+        mine = torch.tensor(got["drawn"], dtype=torch.float64)
+        assert mine.tolist() == got["live"]["attention"]  # what is drawn is what the hook exposes
+        torch.testing.assert_close(mine, ref.attention(src_ids, ys, last, "mean"), atol=1e-4, rtol=0)
+    if ref.onnx.manifest["vocab_kind"] == "word":
+        assert "unknown to the model" in _translate(page, "bonjour Zoé")["status"]
+    assert not live.problems(), "\n".join(live.problems())
+
+
+@pytest.mark.parametrize("docname, name", LIVE_PAGES)
+def test_layer_and_head_menus_work_from_the_keyboard(visits_live, docname, name):
+    live, ref = visits_live(docname), Reference(name)
+    page = live.page
+    got = _translate(page, ref.sentences[0])
+    src_ids, ys = got["live"]["srcIds"], got["live"]["ys"]
+    block = page.locator('[data-live-model="translate"]').first
+    block.locator('select[name="layer"]').focus()
+    page.keyboard.press("ArrowUp")  # from the last layer to the one before
+    block.locator('select[name="head"]').focus()
+    page.keyboard.press("ArrowDown")  # from the mean to head 1
+    page.keyboard.press("ArrowDown")  # head 2
+    shown = block.evaluate("b => ({live: b.txLive, label: b.querySelector('svg').getAttribute('aria-label'),"
+                           " drawn: JSON.parse(b.querySelector('svg').getAttribute('data-live-attention'))})")
+    layer = ref.ck.model.config.n_layers - 2
+    assert shown["live"]["layer"] == layer and shown["live"]["head"] == "1", shown["live"]
+    assert f"layer {layer + 1}, head 2" in shown["label"]
+    torch.testing.assert_close(torch.tensor(shown["drawn"], dtype=torch.float64),
+                               ref.attention(src_ids, ys, layer, 1), atol=1e-4, rtol=0)
+    assert not live.problems(), "\n".join(live.problems())
+
+
+@pytest.mark.parametrize("docname, name", LIVE_PAGES)
+def test_what_the_block_downloads_fits_the_budget_and_stays_on_the_site(visits_live, docname, name):
+    live = visits_live(docname)
+    if not any("/_static/tx-live/" in u for u in live.requests):
+        _translate(live.page, "merci")
+    fetched = sorted({urlsplit(u).path for u in live.requests if any(p in urlsplit(u).path for p in LIVE_PATHS)})
+    assert any(p.endswith(".wasm") for p in fetched) and any(p.endswith("decoder.onnx") for p in fetched), fetched
+    raw = {p: (HTML / p.lstrip("/")).read_bytes() for p in fetched}
+    packed = sum(len(gzip.compress(b, 9)) for b in raw.values())
+    print(f"{docname}: live download {len(raw)} files, {sum(map(len, raw.values())) / 1e6:.1f} MB, gzip {packed / 1e6:.2f} MB")
+    assert packed <= LIVE_BUDGET, f"the block downloads {packed / 1e6:.2f} MB gzip-compressed, over {LIVE_BUDGET / 1e6:.0f} MB"
+    assert not live.external and not live.problems(), live.external + live.problems()
+
+
+def test_a_page_opened_from_a_file_says_how_to_serve_the_site(browser):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto((HTML / f"{PAGE}.html").as_uri(), wait_until="load")
+        block = page.locator('[data-live-model="translate"]').first
+        page.wait_for_function("b => b.getAttribute('data-live-state') === 'unavailable'", arg=block.element_handle())
+        status = block.locator(".tx-live-status").inner_text()
+        assert "make serve" in status and "http.server" in status, status
+        assert block.locator('input[name="text"]').is_disabled()
+    finally:
+        context.close()

@@ -1,0 +1,153 @@
+"""tx.export: the ONNX graphs compute what tx computes, and the command refuses bad input clearly."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import tx
+from conftest import tiny_model
+from tx.checkpoint import BOOK_MODEL, REAL_MODEL
+from tx.data import Vocab
+from tx.export import ExportedModel, export, main
+
+pytest.importorskip("onnxruntime")
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    out = tmp_path_factory.mktemp("book")
+    export(BOOK_MODEL, out)
+    return out, tx.checkpoint.load(BOOK_MODEL)
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    out = tmp_path_factory.mktemp("real")
+    export(REAL_MODEL, out)
+    return out, tx.checkpoint.load(REAL_MODEL)
+
+
+def _src(ck, sentences):
+    return tx.data.pad([ck.src_vocab.encode(s, add_bos=False) for s in sentences], ck.src_vocab.pad_id)
+
+
+@pytest.mark.parametrize("which", ["book", "real"])
+def test_logits_and_every_attention_map_match_tx_with_padding_and_any_length(which, request):
+    out, ck = request.getfixturevalue(which)
+    onnx = ExportedModel(out)
+    sentences = ["je vois le chat noir .", "il mange", "Tom ne comprend pas pourquoi il pleut ."]
+    src = _src(ck, sentences)  # [3, S], the shorter rows padded
+    tgt = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 11, 12], [1, 4, 4, 5, 6]])  # [3, 5]
+    with torch.no_grad(), ck.model.recording_attention() as maps:
+        memory = ck.model.encode(src)
+        logits = ck.model.decode(memory, src, tgt)
+    o_memory, o_enc = onnx.encode(src.numpy())
+    o_logits, o_self, o_cross = onnx.decode(o_memory, src.numpy(), tgt.numpy())
+    np.testing.assert_allclose(o_memory, memory.numpy(), atol=1e-4)
+    np.testing.assert_allclose(o_logits, logits.numpy(), atol=1e-4)
+    L = ck.model.config.n_layers
+    assert o_enc.shape[0] == o_self.shape[0] == o_cross.shape[0] == L
+    for i in range(L):
+        np.testing.assert_allclose(o_enc[i], maps[f"encoder.layers.{i}.self_attn"].numpy(), atol=1e-5)
+        np.testing.assert_allclose(o_self[i], maps[f"decoder.layers.{i}.self_attn"].numpy(), atol=1e-5)
+        np.testing.assert_allclose(o_cross[i], maps[f"decoder.layers.{i}.cross_attn"].numpy(), atol=1e-5)
+    assert o_cross[:, 1, :, :, src.shape[1] - 1].max() == 0  # the second sentence's padding gets no weight
+
+
+def test_greedy_translations_equal_tx_on_the_whole_test_split_of_the_book_model(book):
+    out, ck = book
+    onnx = ExportedModel(out)
+    test = [fr for fr, _ in tx.data.load_corpus().test]
+    assert len(test) == 600
+    src = _src(ck, test)  # one batch: the exported graphs take any batch size
+    mine = onnx.greedy(src.numpy())
+    theirs = tx.greedy_decode(ck.model, src, ck.model.config.max_len - 1, 1, 2)
+    assert mine.shape == tuple(theirs.shape) and (mine == theirs.numpy()).all()
+
+
+def test_greedy_translations_equal_tx_for_the_real_model(real):
+    out, ck = real
+    sentences = ["Tom est fatigué.", "Où est Marie ?", "Je ne comprends pas pourquoi il pleut.",
+                 "Nous avons mangé une pomme rouge hier soir.", "C'est l'heure !"]
+    mine = ExportedModel(out).translate(sentences)
+    assert mine == tx.evaluate.translate(ck.model, sentences, ck.src_vocab, ck.tgt_vocab)
+    assert "Tom" in mine[0], mine  # cased, as the real model writes
+
+
+def test_the_folder_holds_single_files_without_paths_of_this_machine(book, real):
+    for out, _ in (book, real):
+        names = sorted(p.name for p in out.iterdir())
+        kind = json.loads((out / "manifest.json").read_text())["vocab_kind"]
+        vocab = ["vocab.json"] if kind == "word" else ["src_tokenizer.json", "tgt_tokenizer.json"]
+        assert names == sorted(["encoder.onnx", "decoder.onnx", "manifest.json", *vocab])
+        for name in ("encoder.onnx", "decoder.onnx"):
+            raw = (out / name).read_bytes()
+            assert b"/tx/" not in raw and str(tx.__file__).encode()[:12] not in raw and b".py" not in raw
+    words = json.loads((book[0] / "vocab.json").read_text())
+    assert words["src_itos"] == book[1].src_vocab.itos and words["tgt_itos"] == book[1].tgt_vocab.itos
+    tokenizer = (real[0] / "src_tokenizer.json").read_text()
+    assert tx.subwords.SubwordVocab(tokenizer) == real[1].src_vocab
+
+
+def test_missing_damaged_or_vocabless_checkpoints_are_refused_clearly(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "nope.safetensors"), str(tmp_path / "out")])
+    assert "no checkpoint at" in capsys.readouterr().err
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="damaged or truncated"):
+        export(bad, tmp_path / "out")
+    bare = tx.checkpoint.save(tmp_path / "bare.safetensors", tiny_model())
+    with pytest.raises(ValueError, match="without its vocabularies"):
+        export(bare, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_earlier_export_is_not_overwritten_without_force(tmp_path):
+    vocab = Vocab(["<pad>", "<bos>", "<eos>", "<unk>"] + [f"w{i}" for i in range(9)])
+    path = tx.checkpoint.save(tmp_path / "m.safetensors", tiny_model(tgt_vocab_size=13), vocab, vocab)
+    export(path, tmp_path / "out")
+    before = (tmp_path / "out" / "decoder.onnx").read_bytes()
+    with pytest.raises(FileExistsError, match="--force"):
+        export(path, tmp_path / "out")
+    export(path, tmp_path / "out", force=True)
+    assert (tmp_path / "out" / "decoder.onnx").read_bytes() == before  # the same model, the same bytes
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="is a file"):
+        export(path, tmp_path / "file")
+    with pytest.raises(FileNotFoundError, match="python -m tx.export"):
+        ExportedModel(tmp_path / "empty")
+
+
+def test_translate_command_with_the_onnx_runtime_gives_tx_s_translations(book, capsys):
+    sentences = ["je suis étudiant", "", "elles ne voient pas les maisons rouges", "merci"]
+    onnx = tx.translate.main([str(BOOK_MODEL), *sentences, "--runtime", "onnx"])
+    assert onnx == tx.translate.main([str(BOOK_MODEL), *sentences])
+    assert onnx[:2] == ["i am a student", ""]
+    with pytest.raises(SystemExit):
+        tx.translate.main([str(BOOK_MODEL), "merci", "--runtime", "onnx", "--beam", "3"])
+    assert "greedily only" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="at most 64"):
+        ExportedModel(book[0]).translate(["chat " * 70])
+
+
+OWN_SENTENCES = ["Tom est fatigué.", "Où est Marie ?", "Je ne comprends pas pourquoi il pleut.",
+                 "Nous avons mangé une pomme rouge hier soir.", "C'est l'heure !", "Il fait froid aujourd'hui.",
+                 "J'aime lire des livres.", "Elle a acheté une nouvelle voiture."]
+
+
+def test_int8_weights_shrink_the_files_and_keep_the_translations(tmp_path, book, real):
+    for (plain, ck), name in ((book, "book"), (real, "real")):
+        small = tmp_path / name
+        export(BOOK_MODEL if name == "book" else REAL_MODEL, small, quantize="int8")
+        for graph in ("encoder.onnx", "decoder.onnx"):
+            assert (small / graph).stat().st_size * 3 < (plain / graph).stat().st_size
+        assert json.loads((small / "manifest.json").read_text())["quantize"] == "int8"
+        sentences = [fr for fr, _ in tx.data.load_corpus().test] if name == "book" else OWN_SENTENCES
+        same = sum(a == b for a, b in zip(ExportedModel(small).translate(sentences),
+                                          tx.evaluate.translate(ck.model, sentences, ck.src_vocab, ck.tgt_vocab)))
+        assert same >= 0.99 * len(sentences), f"{name}: int8 gives tx's translation for {same} of {len(sentences)}"
+    with pytest.raises(ValueError, match="quantize must be one of"):
+        export(BOOK_MODEL, tmp_path / "x", quantize="int4")
