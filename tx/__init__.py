@@ -33,9 +33,11 @@ __all__ = [
     "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
     "subwords", "translate",
+    "vision",
 ]
 
 _LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate"}
+_LAZY |= {"vision"}  # part two: images as sequences (imports scikit-learn only to load the digits)
 
 
 def device() -> torch.device:
