@@ -151,3 +151,21 @@ def test_a_small_seeded_model_learns_the_digits_well_above_chance(digits):
     assert before < 0.3 and after > 0.6, (before, after)  # chance is 0.1
     assert history["train_loss"][-1] < history["train_loss"][0] / 2
     assert len(history["valid_accuracy"]) == 3 and not model.training
+
+
+def test_the_learning_rate_warms_up_like_the_paper_and_ends_at_zero(digits):
+    model = tiny()
+    small = tx.vision.Split(digits["train"].images[:64], digits["train"].labels[:64])
+    config = TrainConfig(steps=40, batch_size=16, warmup=10, lr_factor=1.0, eval_every=100)
+    lr = fit_classifier(model, small, None, config, progress=False)["lr"]
+    assert len(lr) == 40 and max(lr) == lr[9]  # the peak is at the end of the warm-up
+    assert lr[0] == pytest.approx(tx.train.rate(1, 16, 10) * 1.0)  # the paper's rate at step 1
+    assert lr[-1] < 0.05 * max(lr)  # and the last steps settle
+
+
+def test_fit_classifier_refuses_a_translation_model_and_a_diverging_run(digits):
+    with pytest.raises(TypeError, match="must be a tx.vision.VisionTransformer"):
+        fit_classifier(tx.Transformer(src_vocab_size=5, tgt_vocab_size=5), digits["valid"], config=TrainConfig())
+    config = TrainConfig(steps=30, batch_size=16, warmup=1, lr_factor=1e9, eval_every=100)
+    with pytest.raises(FloatingPointError, match="the training loss became"):
+        fit_classifier(tiny(), digits["valid"], None, config, progress=False)
