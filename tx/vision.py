@@ -253,11 +253,11 @@ def classification_loss(logits: Tensor, labels: Tensor, smoothing: float = 0.0) 
 @torch.no_grad()
 def predict(model: VisionTransformer, images: Tensor, batch_size: int = 512) -> Tensor:
     """The predicted class [n] of each image [n, C, Hi, Wi], in eval mode."""
-    was_training = model.training
+    was_training, dev = model.training, next(model.parameters()).device
     model.eval()
-    out = torch.cat([model(images[i : i + batch_size]).argmax(-1) for i in range(0, len(images), batch_size)])
+    out = torch.cat([model(images[i : i + batch_size].to(dev)).argmax(-1).cpu() for i in range(0, len(images), batch_size)])
     model.train(was_training)
-    return out  # [n]
+    return out  # [n], on the CPU like the labels
 
 
 def accuracy(model: VisionTransformer, split: Split) -> float:
@@ -298,7 +298,8 @@ def fit_classifier(model: VisionTransformer, train: Split, valid: Split | None =
     ``config`` is a :class:`tx.train.TrainConfig` (steps, batch_size, warmup, lr_factor,
     label_smoothing, clip_norm, eval_every, seed, minutes). The history holds ``step``,
     ``train_loss`` and ``lr`` per step, ``valid_step`` and ``valid_accuracy`` every
-    ``eval_every`` steps and at the end, and ``seconds``.
+    ``eval_every`` steps and at the end, and ``seconds``. The model may sit on any device
+    (``tx.device()``); the data stay on the CPU and each batch is moved to it.
     """
     from . import train as tr
 
@@ -313,11 +314,13 @@ def fit_classifier(model: VisionTransformer, train: Split, valid: Split | None =
     history: dict[str, Any] = {"step": [], "train_loss": [], "lr": [], "valid_step": [], "valid_accuracy": []}
     bar = tr._progress_bar(config.steps, progress, 0, config.minutes)
     n, began, step = len(train.labels), time.perf_counter(), 0
+    dev = next(model.parameters()).device  # the model stays where it is; each batch goes to it
     model.train()
     while step < config.steps:
         for index in torch.randperm(n).split(config.batch_size):  # one epoch, reshuffled every time
             history["lr"].append(optimizer.param_groups[0]["lr"])
-            value = _train_step(model, optimizer, train.images[index], train.labels[index], config, step + 1)
+            images, labels = train.images[index].to(dev), train.labels[index].to(dev)  # [b, C, Hi, Wi], [b]
+            value = _train_step(model, optimizer, images, labels, config, step + 1)
             schedule.step()
             step += 1
             history["step"].append(step)
