@@ -78,6 +78,14 @@ def test_vit_b16_has_the_published_parameter_count():
     assert model.positions.table.shape == (197, 768)  # one row per patch and one for [CLS]
 
 
+def test_the_model_takes_a_config_or_its_fields():
+    by_fields = VisionTransformer(image_size=8, patch_size=4, channels=3, n_classes=5, d_model=16, n_heads=2)
+    assert by_fields.config == VisionConfig(image_size=8, patch_size=4, channels=3, n_classes=5, d_model=16, n_heads=2)
+    assert by_fields(torch.rand(2, 3, 8, 8)).shape == (2, 5)
+    with pytest.raises(TypeError, match="not both"):
+        VisionTransformer(TINY, d_model=32)
+
+
 def test_the_config_is_frozen_and_its_presets_differ():
     with pytest.raises(Exception):
         VisionConfig().d_model = 3  # type: ignore[misc]

@@ -132,10 +132,17 @@ class VisionConfig:
 
 
 class VisionTransformer(nn.Module):
-    """Images [B, C, Hi, Wi] -> class logits [B, Y]: patches, a linear embedding, [CLS], positions, tx.Encoder, a head."""
+    """Images [B, C, Hi, Wi] -> class logits [B, Y]: patches, a linear embedding, [CLS], positions, tx.Encoder, a head.
 
-    def __init__(self, config: VisionConfig = VisionConfig()):
+    ``VisionTransformer(config)`` with a :class:`VisionConfig`, or ``VisionTransformer(image_size=...,
+    patch_size=..., ...)`` with its fields (the rest keep :meth:`VisionConfig.digits`'s values).
+    """
+
+    def __init__(self, config: VisionConfig | None = None, **sizes: Any):
         super().__init__()
+        if config is not None and sizes:
+            raise TypeError("give a VisionConfig or its fields as keywords, not both: config.replace(...) changes a few.")
+        config = VisionConfig(**sizes) if config is None else config
         if not isinstance(config, VisionConfig):
             raise TypeError(f"config must be a tx.vision.VisionConfig, got {type(config).__name__}.")
         c = self.config = config
