@@ -417,6 +417,12 @@ CASES = [
     Case("cli-out-directory-force", lambda tmp: lambda: run_train("--out", str(tmp), "--force"), CommandFailed, r"is a directory; give a file path"),
     Case("cli-out-parent-is-file", lambda tmp: (tmp / "f").write_text("mine") and (lambda: run_train("--out", str(tmp / "f" / "m.safetensors"))), CommandFailed, r"f is a file, not a folder"),
     Case("cli-out-deeper-under-file", lambda tmp: (tmp / "f").write_text("mine") and (lambda: run_train("--out", str(tmp / "f" / "a" / "b.safetensors"), "--force")), CommandFailed, r"f is a file, not a folder"),
+    # --- tx.vision: images that do not fit the model or its patches
+    Case("vision-patch-does-not-divide", call(lambda: tx.vision.patchify(R(1, 1, 8, 8), 3)), ValueError, r"8x8 pixels does not split into 3x3 patches: .*multiples of patch_size"),
+    Case("vision-wrong-channels", call(lambda: tx.vision.VisionTransformer()(R(2, 3, 8, 8))), ValueError, r"images with 1 channel\(s\).*got shape \(2, 3, 8, 8\).*channels=3"),
+    Case("vision-wrong-size", call(lambda: tx.vision.VisionTransformer()(R(2, 1, 28, 28))), ValueError, r"reads 8x8 images.*got 28x28"),
+    Case("vision-config-patch", call(lambda: tx.vision.VisionConfig(image_size=10, patch_size=4)), ValueError, r"image_size=10 is not a multiple of patch_size=4"),
+    Case("vision-int-images", call(lambda: tx.vision.VisionTransformer()(torch.zeros(1, 1, 8, 8, dtype=torch.long))), TypeError, r"images must hold floating-point numbers"),
     # --- python -m tx.exercises: argument errors
     Case("learner-no-command", call(run_learner), CommandFailed, r"exit status 2.*required: command"),
     Case("learner-unknown-command", call(run_learner, "teacher", "out"), CommandFailed, r"invalid choice: 'teacher'"),

@@ -12,6 +12,7 @@ from notebook_tools import CHAPTERS, ROOT, load, role, source, tags, toc_chapter
 
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
 ALLOWED_IMPORTS = {"tx", "torch", "numpy", "matplotlib", "ipywidgets", "IPython"} | set(sys.stdlib_module_names)
+ALLOWED_IMPORTS |= {"sklearn"}  # scikit-learn: chapter 14's digits and its logistic-regression baseline
 EXERCISE_PARTS = ["exercise", "stub", "solution-start", "solution", "solution-end", "check"]
 
 

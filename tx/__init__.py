@@ -35,11 +35,13 @@ __all__ = [
     "subwords", "translate",
     "export",
     "live",
+    "vision",
 ]
 
 _LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate"}
 _LAZY |= {"export"}
 _LAZY |= {"live"}
+_LAZY |= {"vision"}  # part two: images as sequences (imports scikit-learn only to load the digits)
 
 
 def device() -> torch.device:
