@@ -25,6 +25,9 @@ from .masks import causal_mask, padding_mask
 from .model import Transformer
 from .multi_head import KVCache, MultiHeadAttention, merge_heads, split_heads
 from .positional_encoding import Embedding, LearnedPositions, positional_encoding
+from .config import LanguageModelConfig
+from .language_model import LanguageModel, LanguageModelCache
+from .generation import generate
 
 __all__ = [
     "attention", "self_attention_by_vectors", "MultiHeadAttention", "split_heads", "merge_heads",
@@ -36,6 +39,8 @@ __all__ = [
 ]
 
 _LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate"}
+__all__ += ["LanguageModelConfig", "LanguageModel", "LanguageModelCache", "generate", "generation", "lm_train"]
+_LAZY |= {"lm_train"}
 
 
 def device() -> torch.device:
