@@ -5,7 +5,8 @@ Dh = D / H head size, V vocabulary size.
 
 The model pieces import eagerly; the heavier helpers (``tx.data``, ``tx.grammar``,
 ``tx.train``, ``tx.evaluate``, ``tx.checkpoint``, ``tx.viz``, ``tx.explorer``, ``tx.exercises``,
-``tx.subwords``, ``tx.translate``) load on first use.
+``tx.subwords``, ``tx.translate``, ``tx.export``, ``tx.live``, ``tx.lm_train``, ``tx.vision``) load on
+first use.
 """
 
 from __future__ import annotations
@@ -25,24 +26,25 @@ from .masks import causal_mask, padding_mask
 from .model import Transformer
 from .multi_head import KVCache, MultiHeadAttention, merge_heads, split_heads
 from .positional_encoding import Embedding, LearnedPositions, positional_encoding
+from .config import LanguageModelConfig
+from .language_model import LanguageModel, LanguageModelCache
+from .generation import generate
 
 __all__ = [
     "attention", "self_attention_by_vectors", "MultiHeadAttention", "split_heads", "merge_heads",
     "KVCache", "positional_encoding", "LearnedPositions", "Embedding", "causal_mask", "padding_mask", "FeedForward",
     "Residual", "Dropout", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
     "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
+    "LanguageModelConfig", "LanguageModel", "LanguageModelCache", "generate",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
-    "subwords", "translate",
-    "export",
-    "live",
-    "vision",
+    "subwords", "translate", "export", "live", "vision", "generation", "lm_train",
 ]
 
-_LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate"}
-_LAZY |= {"export"}
-_LAZY |= {"live"}
-_LAZY |= {"vision"}  # part two: images as sequences (imports scikit-learn only to load the digits)
-
+_LAZY = {
+    "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate",
+    "export", "live", "lm_train",
+    "vision",  # imports scikit-learn, only to load the digits
+}
 
 def device() -> torch.device:
     """CUDA when a GPU is present, else the CPU; everything in tx runs on either."""

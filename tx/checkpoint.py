@@ -158,6 +158,8 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
 
 def _metadata(path: Path, header: dict[str, Any]) -> dict[str, Any]:
     meta = header["__metadata__"]
+    if meta.get("kind") == "language_model":
+        raise ValueError(f"{path} holds a decoder-only tx.LanguageModel; load it with tx.checkpoint.load_language_model.")
     # save_model also records tied tensors it dropped (e.g. "generator.weight"): not ours to parse.
     try:
         out = {k: json.loads(meta[k]) for k in _JSON_KEYS if k in meta}
@@ -228,3 +230,71 @@ def _device(device: torch.device | str) -> torch.device:
         n = torch.cuda.device_count()
         raise ValueError(f"there is no {device}: this machine has {n} CUDA GPUs, cuda:0 to cuda:{n - 1}.")
     return device
+
+
+# ----------------------------------------------------------------------------- language models
+
+DECODER_ONLY_MODEL = Path(__file__).parent / "checkpoints" / "fr_en_decoder_only.safetensors"
+"""Chapter 13's decoder-only French->English translator, written by ``python -m tx.lm_train --translate``."""
+
+
+@dataclass
+class LanguageModelCheckpoint:
+    """What :func:`load_language_model` returns: the model, its one vocabulary and what training recorded."""
+
+    model: Any  # a tx.LanguageModel
+    vocab: Vocab | None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def save_language_model(
+    path: str | os.PathLike, model: Any, vocab: Vocab | None = None, info: dict[str, Any] | None = None
+) -> Path:
+    """Write a :class:`~tx.language_model.LanguageModel`, its config, vocabulary and ``info``; as :func:`save`, no pickle."""
+    from .language_model import LanguageModel
+
+    if not isinstance(model, LanguageModel):
+        raise TypeError(f"model must be a tx.LanguageModel, got {type(model).__name__}.")
+    if vocab is not None and len(vocab) != model.config.vocab_size:
+        raise ValueError(f"vocab has {len(vocab)} words but the model's vocab_size is {model.config.vocab_size}.")
+    path = Path(path)
+    check_writable(path)
+    meta = {"format": "tx", "kind": "language_model", "config": json.dumps(model.config.to_dict()),
+            "info": _info_json(info)}
+    if vocab is not None:
+        meta["vocab"] = json.dumps(vocab.to_dict(), ensure_ascii=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        save_model(model, str(tmp), metadata=meta)  # handles the tied embedding and output weights
+        raw = tmp.read_bytes()
+        tmp.unlink()
+        tmp.write_bytes(_with_checksum(raw))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def load_language_model(path: str | os.PathLike = DECODER_ONLY_MODEL, device: torch.device | str = "cpu") -> LanguageModelCheckpoint:
+    """Build the :class:`~tx.language_model.LanguageModel` a checkpoint describes and load its weights."""
+    from .config import LanguageModelConfig
+    from .language_model import LanguageModel
+
+    device = _device(device)
+    path, header, _ = _read(path)
+    meta = header["__metadata__"]
+    if meta.get("kind") != "language_model":
+        raise ValueError(f"{path} holds an encoder-decoder tx.Transformer; load it with tx.checkpoint.load.")
+    try:
+        model = LanguageModel(LanguageModelConfig(**json.loads(meta["config"])))
+        vocab = vocab_from_dict(json.loads(meta["vocab"])) if "vocab" in meta else None
+        info = json.loads(meta.get("info", "{}"))
+    except (ValueError, TypeError, KeyError) as e:
+        raise ValueError(f"{path} has damaged metadata ({e}); write it again with python -m tx.lm_train.") from None
+    _check_tensors(path, header, model)
+    load_model(model, str(path), device=str(device))
+    return LanguageModelCheckpoint(model.to(device).eval(), vocab, info)
+
+
+__all__ += ["DECODER_ONLY_MODEL", "LanguageModelCheckpoint", "save_language_model", "load_language_model"]

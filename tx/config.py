@@ -6,9 +6,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import check_bool, check_float, check_heads, check_int
+from .checks import check_bool, check_choice, check_float, check_heads, check_int
 
-__all__ = ["TransformerConfig"]
+__all__ = ["TransformerConfig", "LanguageModelConfig"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,59 @@ class TransformerConfig:
         return cls(src_vocab_size, tgt_vocab_size, **{**sizes, **overrides})
 
     def replace(self, **changes: Any) -> "TransformerConfig":
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict, JSON-safe."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class LanguageModelConfig:
+    """Every size and switch of a decoder-only :class:`~tx.language_model.LanguageModel`. Presets: :meth:`small`, :meth:`gpt2_small`."""
+
+    vocab_size: int  # tokens the model reads and predicts: one vocabulary for both
+    d_model: int = 128  # width of every vector between sub-layers
+    n_heads: int = 4  # attention heads; each works in d_model / n_heads dimensions
+    n_layers: int = 2  # blocks of masked self-attention + feed-forward (no encoder, no cross-attention)
+    d_ff: int = 256  # hidden width of the feed-forward network (GPT-2: 4 * d_model)
+    dropout: float = 0.1  # on sub-layer outputs and on the embedding sum
+    max_len: int = 64  # the context: the longest sequence the positions cover
+    pad_id: int = 0  # token id of <pad>: never attended to, never a target
+    tie_embeddings: bool = True  # the output layer reuses the token embedding (GPT-2 does; saves V * D weights)
+    norm_first: bool = True  # pre-LN with a final LayerNorm, as GPT-2 and most models since
+    positions: str = "learned"  # "learned" as GPT-2, or the paper's "sinusoidal" table
+    scale_embeddings: bool = False  # multiply token vectors by sqrt(d_model) (the paper does, GPT-2 does not)
+    activation: str = "gelu"  # of the feed-forward network: GPT-2's "gelu" or the paper's "relu"
+    attention_dropout: float = 0.0  # dropout on attention weights
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            check_int(name, getattr(self, name), low=1)
+        check_int("pad_id", self.pad_id, low=0, high=self.vocab_size - 1)
+        check_float("dropout", self.dropout, 0, 1, high_open=True)
+        check_float("attention_dropout", self.attention_dropout, 0, 1, high_open=True)
+        for name in ("tie_embeddings", "norm_first", "scale_embeddings"):
+            check_bool(name, getattr(self, name))
+        check_choice("positions", self.positions, ("sinusoidal", "learned"))
+        check_choice("activation", self.activation, ("relu", "gelu"))
+        check_heads(self.d_model, self.n_heads)
+        if self.positions == "sinusoidal" and self.d_model % 2 != 0:
+            raise ValueError(f"d_model must be even for sinusoidal positions, got {self.d_model}; or use positions='learned'.")
+
+    @classmethod
+    def small(cls, vocab_size: int, **overrides: Any) -> "LanguageModelConfig":
+        """The book's language model: the width of the book's translator, trained on two CPU cores in a minute."""
+        return cls(vocab_size, **overrides)
+
+    @classmethod
+    def gpt2_small(cls, vocab_size: int = 50257, **overrides: Any) -> "LanguageModelConfig":
+        """GPT-2 small (Radford et al. 2019): 12 layers, d_model 768, 12 heads, 1024 positions, 124M parameters."""
+        sizes = dict(d_model=768, n_heads=12, n_layers=12, d_ff=3072, dropout=0.1, max_len=1024)
+        return cls(vocab_size, **{**sizes, **overrides})
+
+    def replace(self, **changes: Any) -> "LanguageModelConfig":
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 

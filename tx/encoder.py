@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from .checks import check_int
 from .layers import FeedForward, Residual
-from .multi_head import MultiHeadAttention
+from .multi_head import KVCache, MultiHeadAttention
 
 __all__ = ["EncoderLayer", "Encoder"]
 
@@ -27,9 +27,13 @@ class EncoderLayer(nn.Module):
         self.residual1 = Residual(d_model, dropout, norm_first)
         self.residual2 = Residual(d_model, dropout, norm_first)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Every position attends to every unmasked source position, then is transformed on its own."""
-        x = self.residual1(x, lambda y: self.self_attn(y, y, y, mask))
+    def forward(self, x: Tensor, mask: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
+        """Every position attends to every unmasked position, then is transformed on its own.
+
+        With a causal ``mask`` this is a decoder-only model's block; ``cache`` then keeps the
+        keys and values of earlier positions, so ``x`` may hold only the new ones.
+        """
+        x = self.residual1(x, lambda y: self.self_attn(y, y, y, mask, cache=cache))
         return self.residual2(x, self.feed_forward)
 
 
@@ -52,8 +56,10 @@ class Encoder(nn.Module):
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Run the stack: each layer's output is the next layer's input."""
-        for layer in self.layers:
-            x = layer(x, mask)
+    def forward(self, x: Tensor, mask: Tensor | None = None, caches: list[KVCache] | None = None) -> Tensor:
+        """Run the stack: each layer's output is the next layer's input; ``caches``: one KVCache a layer, or None."""
+        if caches is not None and len(caches) != len(self.layers):
+            raise ValueError(f"caches must hold one KVCache per layer ({len(self.layers)}), got {len(caches)}.")
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, None if caches is None else caches[i])
         return self.norm(x)

@@ -1,0 +1,212 @@
+"""Training a language model, and translation by a decoder alone: "french <sep> english" sequences.
+
+Axes: B batch, T sequence length, V vocabulary size.
+
+A language model's targets are its inputs shifted by one. For translation without an
+encoder, each training sequence is ``<bos> french <sep> english <eos>`` and the loss counts
+only the English tokens (and the final ``<eos>``): the French part is given, never
+predicted. At test time the prompt is ``<bos> french <sep>`` and the model continues it.
+
+Run ``python -m tx.lm_train --help`` to train the decoder-only translator of chapter 13.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from . import data
+from .checks import check_float, check_int
+from .config import LanguageModelConfig
+from .generation import generate, left_pad
+from .language_model import LanguageModel
+from .train import cpu_threads, loss_fn, make_optimizer, warmup_schedule
+
+__all__ = ["SEP", "joint_vocab", "sentence_ids", "pair_ids", "batch", "perplexity",
+           "fit_lm", "translate", "main"]
+
+SEP = "<sep>"  # between the French prompt and the English answer
+
+
+def joint_vocab(pairs: Sequence[tuple[str, str]]) -> data.Vocab:
+    """One vocabulary for both languages (a decoder-only model reads and writes one stream), then ``<sep>``."""
+    both = data.Vocab.build([fr for fr, _ in pairs] + [en for _, en in pairs])
+    return data.Vocab([*both.itos, SEP])
+
+
+def sentence_ids(vocab: data.Vocab, sentence: str) -> tuple[list[int], int]:
+    """``<bos> sentence <eos>`` ids, and 1: every token after ``<bos>`` is a target."""
+    return vocab.encode(sentence), 1
+
+
+def pair_ids(vocab: data.Vocab, french: str, english: str | None = None) -> tuple[list[int], int]:
+    """``<bos> french <sep> english <eos>`` ids, and where the English starts (the first target).
+
+    Without ``english``: the prompt ``<bos> french <sep>`` alone.
+    """
+    prompt = vocab.encode(french, add_eos=False) + [vocab.stoi[SEP]]
+    answer = [] if english is None else vocab.encode(english, add_bos=False)
+    return prompt + answer, len(prompt)
+
+
+def batch(examples: Sequence[tuple[list[int], int]], pad_id: int = data.PAD_ID) -> tuple[Tensor, Tensor]:
+    """Inputs [B, T] and targets [B, T] (the next token, ``pad_id`` where not a target), padded on the right."""
+    seqs = data.pad([ids for ids, _ in examples], pad_id)  # [B, T + 1]
+    inputs, targets = seqs[:, :-1], seqs[:, 1:].clone()  # [B, T] each
+    for row, (_, first) in zip(targets, examples):
+        row[: first - 1] = pad_id  # targets before the first counted token are given, not predicted
+    return inputs, targets
+
+
+@torch.no_grad()
+def perplexity(model: LanguageModel, examples: Sequence[tuple[list[int], int]], batch_size: int = 256) -> float:
+    """exp of the mean cross-entropy per target token (eval mode): the number of equally likely choices it amounts to."""
+    model.eval()
+    total, count = 0.0, 0
+    for i in range(0, len(examples), batch_size):
+        inputs, targets = batch(examples[i : i + batch_size], model.config.pad_id)
+        n = int((targets != model.config.pad_id).sum())
+        total += float(loss_fn(model(inputs), targets, model.config.pad_id)) * n
+        count += n
+    return math.exp(total / count)
+
+
+def fit_lm(
+    model: LanguageModel, examples: Sequence[tuple[list[int], int]], steps: int, batch_size: int = 64,
+    warmup: int = 300, label_smoothing: float = 0.1, seed: int = 0, seconds: float | None = None,
+) -> dict[str, Any]:
+    """Train with tx.train's recipe (Adam, warm-up schedule, label smoothing, clipping); returns the history.
+
+    Stops after ``steps`` optimiser steps, or once ``seconds`` of training are spent.
+    History: ``train_loss`` per step, ``steps`` done and ``seconds`` taken.
+    """
+    check_int("steps", steps, low=1)
+    check_int("batch_size", batch_size, low=1)
+    if seconds is not None:
+        check_float("seconds", seconds, 0, low_open=True)
+    if not examples:
+        raise ValueError("fit_lm needs training examples, got none.")
+    torch.manual_seed(seed)
+    optimizer = make_optimizer(model)
+    schedule = warmup_schedule(optimizer, model.config.d_model, warmup)
+    order = torch.randperm(len(examples), generator=torch.Generator().manual_seed(seed)).tolist()
+    losses, began, model = [], time.perf_counter(), model.train()
+    for step in range(steps):
+        at = step * batch_size % len(order)
+        inputs, targets = batch([examples[i] for i in order[at : at + batch_size]], model.config.pad_id)
+        loss = loss_fn(model(inputs), targets, model.config.pad_id, label_smoothing)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+        if seconds is not None and time.perf_counter() - began >= seconds:
+            break
+    model.eval()
+    return {"train_loss": losses, "steps": len(losses), "seconds": time.perf_counter() - began}
+
+
+def translate(model: LanguageModel, vocab: data.Vocab, sentences: Sequence[str], batch_size: int = 128) -> list[str]:
+    """Greedy translations: each French sentence prompted as ``<bos> french <sep>``, continued to ``<eos>``."""
+    out = []
+    for i in range(0, len(sentences), batch_size):
+        prompts = [pair_ids(vocab, fr)[0] for fr in sentences[i : i + batch_size]]
+        width = max(map(len, prompts))
+        room = model.config.max_len - width
+        rows = generate(model, left_pad(prompts, vocab.pad_id), room, temperature=0, eos_id=vocab.eos_id)
+        out.extend(vocab.decode(row[width:]) for row in rows)
+    return out
+
+
+def translator_config(vocab_size: int) -> LanguageModelConfig:
+    """The decoder-only translator: the book's width, five blocks so its size matches the 2+2-layer translator's."""
+    return LanguageModelConfig.small(vocab_size, n_layers=5)
+
+
+def step_times(lm: LanguageModel, examples: Sequence[tuple[list[int], int]], corpus: data.ParallelCorpus,
+               rounds: int = 6, batch_size: int = 64) -> tuple[float, float]:
+    """CPU seconds of one training step (forward and backward) of ``lm`` and of the book's encoder-decoder.
+
+    The two are timed in turns on the same batches, so a machine shared with other work
+    slows both alike; the ratio is what matters, not the seconds.
+    """
+    from .config import TransformerConfig
+    from .model import Transformer
+
+    book = Transformer.from_config(TransformerConfig.small(len(corpus.src_vocab), len(corpus.tgt_vocab))).train()
+    pairs = corpus.train[:batch_size]
+    inputs, targets = batch(examples[:batch_size], lm.config.pad_id)
+    b = next(iter(data.batches(pairs, corpus.src_vocab, corpus.tgt_vocab, batch_size)))
+    steps = {"lm": lambda: loss_fn(lm(inputs), targets), "book": lambda: loss_fn(book(b.src, b.tgt_in), b.tgt_out)}
+    spent = {"lm": 0.0, "book": 0.0}
+    lm.train()
+    for r in range(rounds + 1):
+        for name, step in steps.items():
+            t0 = time.process_time()
+            step().backward()
+            if r:  # the first round warms up
+                spent[name] += time.process_time() - t0
+    lm.zero_grad(set_to_none=True)
+    return spent["lm"] / rounds, spent["book"] / rounds
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Train chapter 13's decoder-only translator on the built-in corpus for the book model's training time.
+
+    The time is matched in CPU work: the book model took S steps; this one takes
+    S * (book step time / its own step time) steps, both step times measured in turns at
+    the start of the run (:func:`step_times`), so a busy machine does not tilt the comparison.
+    """
+    from . import checkpoint, evaluate
+
+    parser = argparse.ArgumentParser(prog="python -m tx.lm_train", description=main.__doc__)
+    parser.add_argument("--translate", action="store_true", required=True,
+                        help="train on '<bos> french <sep> english <eos>' sequences (the only task this command has)")
+    parser.add_argument("--out", type=Path, default=checkpoint.DECODER_ONLY_MODEL, help="checkpoint to write")
+    parser.add_argument("--steps", type=int, help="optimiser steps (default: the book checkpoint's training time, matched)")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads, as the book checkpoint was trained")
+    parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    args = parser.parse_args(argv)
+    if (args.steps is not None and args.steps < 1) or args.threads < 1:
+        parser.error("--steps and --threads must be at least 1.")
+    if args.out.exists() and not args.force:
+        parser.error(f"{args.out} exists; pass --force to overwrite it.")
+    book = checkpoint.read_metadata(checkpoint.BOOK_MODEL)["info"]
+    tcfg = book["train"]
+    corpus = data.load_corpus(seed=tcfg["seed"], n_pairs=tcfg["pairs"])  # the book model's splits
+    vocab = joint_vocab(corpus.train)
+    examples = [pair_ids(vocab, fr, en) for fr, en in corpus.train]
+    with cpu_threads(args.threads):
+        torch.manual_seed(0)
+        model = LanguageModel(translator_config(len(vocab)))
+        t_lm, t_book = step_times(model, examples, corpus)
+        steps = round(tcfg["steps"] * t_book / t_lm) if args.steps is None else args.steps
+        history = fit_lm(model, examples, steps=steps, batch_size=tcfg["batch_size"], warmup=tcfg["warmup"],
+                         label_smoothing=tcfg["label_smoothing"], seed=0)
+        hyps = translate(model, vocab, [fr for fr, _ in corpus.test])
+    refs = [vocab.normalise(en) for _, en in corpus.test]
+    scores = {"exact_match": evaluate.exact_match(hyps, refs), "bleu": evaluate.bleu(hyps, refs), "n": len(refs)}
+    info = {"train": {"steps": steps, "batch_size": tcfg["batch_size"], "warmup": tcfg["warmup"],
+                      "label_smoothing": tcfg["label_smoothing"], "seed": 0, "pairs": tcfg["pairs"],
+                      "threads": args.threads},
+            "step_cpu_seconds": {"decoder_only": t_lm, "book": t_book}, "book_steps": tcfg["steps"],
+            "test": scores, "seconds": round(history["seconds"], 1), "parameters": model.n_parameters(),
+            "final_train_loss": history["train_loss"][-1],
+            "command": "python -m tx.lm_train --translate" + (f" --steps {args.steps}" if args.steps else "")}
+    checkpoint.save_language_model(args.out, model, vocab, info)
+    print(f"trained {steps} steps ({t_book / t_lm:.2f} x the book model's {tcfg['steps']}: a step costs "
+          f"{t_lm / t_book:.2f} x its CPU time) in {history['seconds']:.0f} s; test exact match "
+          f"{scores['exact_match']:.1%}, BLEU {scores['bleu']:.1f} on {scores['n']} sentences; wrote {args.out}")
+    return info
+
+
+if __name__ == "__main__":
+    main()
