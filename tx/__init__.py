@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 _LAZY = {"data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate"}
+__all__ += ["scale"]  # training at scale: mixed precision and DistributedDataParallel (appendix A1)
+_LAZY |= {"scale"}
 
 
 def device() -> torch.device:
