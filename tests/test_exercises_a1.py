@@ -52,3 +52,26 @@ def test_a_stub_gets_a_hint():
 
     with pytest.raises(CheckFailed, match="NotImplementedError"):
         a1.check_global_mean(stub)
+
+
+# tests/test_exercises.py holds every chNN checker to these promises; A1's are held here.
+@pytest.mark.parametrize("checker", [a1.check_global_mean, a1.check_bf16_spacing])
+def test_every_checker_keeps_the_common_promises(checker):
+    from conftest import rng_untouched
+
+    def stub(*args):
+        raise NotImplementedError
+
+    with pytest.raises(CheckFailed, match="still raises NotImplementedError"):
+        checker(stub)
+    with pytest.raises(AssertionError, match="expected a function"):
+        checker(None)
+    for bad in (math.nan, math.inf):
+        with pytest.raises(CheckFailed):
+            checker(lambda *args, bad=bad: bad)
+
+    def check_a_stub():
+        with pytest.raises(AssertionError):
+            checker(stub)
+
+    assert rng_untouched(check_a_stub)
