@@ -173,3 +173,22 @@ def test_torchrun_with_two_processes_writes_one_checkpoint_that_translates(tmp_p
     assert all(p.dtype == torch.float32 for p in loaded.model.parameters())
     words = tx.translate.main([str(out), "je suis grand ."])
     assert len(words) == 1 and isinstance(words[0], str)
+
+
+def test_torchrun_trains_a_real_corpus_and_resumes_it(tmp_path):
+    from test_real_corpus import write_tsv
+
+    corpus, out = write_tsv(tmp_path / "corpus.tsv"), tmp_path / "real.safetensors"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    base = torchrun() + ["--standalone", "--nproc_per_node", "2", "-m", "tx.train", "--tsv", str(corpus),
+                         "--out", str(out), "--threads", "1", "--batch-size", "8"]
+    first = subprocess.run(base + ["--steps", "4", "--vocab-size", "80"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=240)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = subprocess.run(base + ["--steps", "6", "--resume"], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=240)
+    assert second.returncode == 0, second.stderr[-3000:]
+    info = tx.checkpoint.read_metadata(out)["info"]
+    assert info["world_size"] == 2 and info["step"] == 6 and info["complete"]
+    assert tx.train.load_state(tx.train.state_path(out)).step == 6
+    assert second.stdout.count("trained 6 steps") == 1  # rank 0 alone reports
