@@ -152,6 +152,9 @@ def test_fit_refuses_a_global_batch_that_does_not_split(corpus, monkeypatch):
     with pytest.raises(ValueError, match="does not split evenly over 3 processes"):
         fit(model, corpus.train, [], corpus.src_vocab, corpus.tgt_vocab, TrainConfig(steps=1, batch_size=16),
             progress=False)
+    with pytest.raises(ValueError, match="2 training pairs cannot give each of 3 processes a sentence"):
+        fit(model, corpus.train[:2], [], corpus.src_vocab, corpus.tgt_vocab, TrainConfig(steps=1, batch_size=3),
+            progress=False)
 
 
 def torchrun():

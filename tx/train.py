@@ -247,13 +247,18 @@ def fit(
     ``resume=state`` continues from it (the model must hold the weights saved with it):
     the step count, the optimiser, the schedule and the place in the shuffled batches go on
     where they were, and the budget counts the time already spent.
+
+    ``config.precision`` runs the forward pass under autocast (``tx.scale``). In a process
+    group of W processes (``torchrun``), each trains on its shard of every batch of
+    ``config.batch_size`` through DistributedDataParallel, and rank 0 alone validates and
+    calls ``callback`` and ``save``.
     """
     _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a function of the history, or None, got {type(callback).__name__}.")
     start = resume if resume is not None else TrainState()
     world, dev = scale.world(), next(model.parameters()).device
-    _check_parallel(config, world, dev)
+    _check_parallel(config, world, dev, len(train_pairs))
     torch.manual_seed(config.seed + start.step + 7919 * world.rank)  # each process its own dropout masks
     net, scaler = scale.wrap(model), scale.grad_scaler(config.precision, dev)  # DDP under torchrun; fp16's scaler
     optimizer = make_optimizer(model)
@@ -309,9 +314,12 @@ def fit(
     return history
 
 
-def _check_parallel(config: TrainConfig, world: scale.World, dev: torch.device) -> None:
+def _check_parallel(config: TrainConfig, world: scale.World, dev: torch.device, n_pairs: int) -> None:
     """The precision runs on this device, and a global batch splits evenly over the processes."""
     scale.check_precision(config.precision, dev)
+    if n_pairs < world.size:
+        raise ValueError(f"{n_pairs} training pairs cannot give each of {world.size} processes a sentence; "
+                         "give more pairs or fewer processes.")
     if config.batch_size % world.size:
         raise ValueError(f"batch_size {config.batch_size} (the global batch) does not split evenly over "
                          f"{world.size} processes; give a multiple of {world.size}.")
