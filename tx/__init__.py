@@ -5,8 +5,8 @@ Dh = D / H head size, V vocabulary size.
 
 The model pieces import eagerly; the heavier helpers (``tx.data``, ``tx.grammar``,
 ``tx.train``, ``tx.evaluate``, ``tx.checkpoint``, ``tx.viz``, ``tx.explorer``, ``tx.exercises``,
-``tx.subwords``, ``tx.translate``, ``tx.export``, ``tx.live``, ``tx.lm_train``, ``tx.vision``) load on
-first use.
+``tx.subwords``, ``tx.translate``, ``tx.export``, ``tx.live``, ``tx.lm_train``, ``tx.vision``,
+``tx.scale``) load on first use.
 """
 
 from __future__ import annotations
@@ -37,14 +37,15 @@ __all__ = [
     "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
     "LanguageModelConfig", "LanguageModel", "LanguageModelCache", "generate",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
-    "subwords", "translate", "export", "live", "vision", "generation", "lm_train",
+    "subwords", "translate", "export", "live", "vision", "generation", "lm_train", "scale",
 ]
 
 _LAZY = {
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate",
-    "export", "live", "lm_train",
+    "export", "live", "lm_train", "scale",
     "vision",  # imports scikit-learn, only to load the digits
 }
+
 
 def device() -> torch.device:
     """CUDA when a GPU is present, else the CPU; everything in tx runs on either."""

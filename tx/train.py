@@ -24,14 +24,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from . import data
+from . import data, scale
 from .checks import check_float, check_int, check_same, check_tensor
 from .config import TransformerConfig
 from .model import Transformer
 
 __all__ = [
     "TrainConfig", "rate", "warmup_schedule", "make_optimizer", "smoothed_targets",
-    "loss_fn", "fit", "valid_loss", "check_lengths", "main",
+    "loss_fn", "batch_loss", "fit", "valid_loss", "check_lengths", "main",
     "TrainState", "save_state", "load_state", "state_path", "subword_vocabs",
 ]
 
@@ -51,8 +51,11 @@ class TrainConfig:
     minutes: float | None = None  # a time budget: stop after this many minutes of training even before `steps`
     save_every: int = 500  # steps between the calls of fit's `save` (a checkpoint to resume from)
     bucket: int = 0  # > 0: batches of like-length sentences, sorted within runs of this many batches (less padding)
+    precision: str = "fp32"  # "bf16" or "fp16" (CUDA only): matrix multiplies under torch.autocast; weights stay fp32
 
     def __post_init__(self) -> None:
+        if self.precision not in scale.PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(scale.PRECISIONS)}, got {self.precision!r}.")
         check_int("bucket", self.bucket, low=0)
         for name in ("steps", "batch_size", "warmup", "eval_every", "save_every"):
             check_int(name, getattr(self, name), low=1)
@@ -167,16 +170,38 @@ def smoothed_targets(target: Tensor, vocab_size: int, smoothing: float) -> Tenso
     return dist  # [N, V]
 
 
-def loss_fn(logits: Tensor, target: Tensor, pad_id: int = 0, smoothing: float = 0.0) -> Tensor:
-    """Mean cross-entropy of logits [B, T, V] against ids [B, T], padding ignored, labels smoothed."""
+def loss_fn(logits: Tensor, target: Tensor, pad_id: int = 0, smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
+    """Mean (or, with ``reduction="sum"``, summed) cross-entropy of logits [B, T, V] against ids [B, T],
+    padding ignored, labels smoothed."""
     check_tensor("logits", logits, dims=3, floating=True)
     check_tensor("target", target, dims=2)
     check_same("the batch and length of logits and target", "logits.shape[:2]", tuple(logits.shape[:2]),
                "target.shape", tuple(target.shape), "Give one target id per predicted position.")
     V = logits.size(-1)
     return F.cross_entropy(
-        logits.reshape(-1, V), target.reshape(-1), ignore_index=pad_id, label_smoothing=smoothing
+        logits.reshape(-1, V), target.reshape(-1), ignore_index=pad_id, label_smoothing=smoothing, reduction=reduction
     )
+
+
+def batch_loss(model: nn.Module, batch: data.Batch, pad_id: int, smoothing: float = 0.0,
+               precision: str = "fp32") -> Tensor:
+    """This process's share of the loss of a global batch: the batch's mean loss when it runs alone.
+
+    Under W processes it takes its rows of the batch (``tx.scale.shard``) and returns the sum of
+    their token losses / the global batch's target tokens * W. DDP averages the W gradients, so
+    their mean is the gradient of the global batch's mean over tokens, as one process would
+    compute it; averaging per-process means would weigh a token of a short shard more. The
+    forward pass runs under autocast in ``precision``; the loss is computed in fp32.
+    """
+    world = scale.world()
+    dev = batch.src.device
+    mine = batch if world.size == 1 else scale.shard(batch, world.rank, world.size)
+    with scale.autocast(precision, dev):
+        logits = model(mine.src, mine.tgt_in)  # [Bp, T, V]
+    if world.size == 1:
+        return loss_fn(logits.float(), mine.tgt_out, pad_id, smoothing)
+    summed = loss_fn(logits.float(), mine.tgt_out, pad_id, smoothing, reduction="sum")
+    return summed * (world.size / batch.n_tokens)
 
 
 @torch.no_grad()
@@ -222,50 +247,61 @@ def fit(
     ``resume=state`` continues from it (the model must hold the weights saved with it):
     the step count, the optimiser, the schedule and the place in the shuffled batches go on
     where they were, and the budget counts the time already spent.
+
+    ``config.precision`` runs the forward pass under autocast (``tx.scale``). In a process
+    group of W processes (``torchrun``), each trains on its shard of every batch of
+    ``config.batch_size`` through DistributedDataParallel, and rank 0 alone validates and
+    calls ``callback`` and ``save``.
     """
     _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a function of the history, or None, got {type(callback).__name__}.")
     start = resume if resume is not None else TrainState()
-    torch.manual_seed(config.seed + start.step)
-    dev = next(model.parameters()).device
+    world, dev = scale.world(), next(model.parameters()).device
+    _check_parallel(config, world, dev, len(train_pairs))
+    torch.manual_seed(config.seed + start.step + 7919 * world.rank)  # each process its own dropout masks
+    net, scaler = scale.wrap(model), scale.grad_scaler(config.precision, dev)  # DDP under torchrun; fp16's scaler
     optimizer = make_optimizer(model)
     schedule = warmup_schedule(optimizer, model.config.d_model, config.warmup, config.lr_factor)
     if resume is not None:
         optimizer.load_state_dict(resume.optimizer)
         schedule.load_state_dict(resume.schedule)
     history: dict[str, Any] = {"step": [], "train_loss": [], "lr": [], "valid_step": [], "valid_loss": []}
-    bar = _progress_bar(config.steps, progress, start.step, config.minutes)
+    bar = _progress_bar(config.steps, progress and world.rank == 0, start.step, config.minutes)
     began, tokens, step = time.perf_counter(), start.tokens, start.step
-    per_epoch = math.ceil(len(train_pairs) / config.batch_size)
+    short = len(train_pairs) % config.batch_size  # an epoch's last batch; skipped if some process would get no row
+    per_epoch = math.ceil(len(train_pairs) / config.batch_size) - (0 < short < world.size)
     epoch, skip = divmod(step, per_epoch)  # a resumed run takes up the shuffled order where it stopped
     spent = lambda: start.seconds + time.perf_counter() - began  # noqa: E731
     state = lambda: TrainState(step, spent(), tokens, optimizer.state_dict(), schedule.state_dict())  # noqa: E731
-    model.train()
+    net.train()
     last = False
     while step < config.steps:
         stream = data.batches(train_pairs, src_vocab, tgt_vocab, config.batch_size, shuffle=True,
                               seed=config.seed + epoch, bucket=config.bucket)
-        for batch in itertools.islice(stream, skip, None):
+        for batch in itertools.islice(scale.usable_batches(stream, world.size), skip, None):
             batch = batch.to(dev)
-            loss = loss_fn(model(batch.src, batch.tgt_in), batch.tgt_out, model.config.pad_id, config.label_smoothing)
-            _check_finite(loss.item(), step + 1, config)
+            loss = batch_loss(net, batch, model.config.pad_id, config.label_smoothing, config.precision)
+            # Every process learns the global loss and whether any is out of time, so all stop together.
+            value, out_of_time = scale.agree(loss, config.minutes is not None and spent() >= 60 * config.minutes)
+            _check_finite(value, step + 1, config)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            scaler.scale(loss).backward()  # under DDP, backward also averages the gradients of all processes
+            scaler.unscale_(optimizer)  # clip the true gradients, not fp16's scaled ones
             nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
             history["lr"].append(optimizer.param_groups[0]["lr"])
-            optimizer.step()
+            scaler.step(optimizer)
+            scaler.update()
             schedule.step()
-            step, tokens, value = step + 1, tokens + batch.n_tokens, loss.item()
+            step, tokens = step + 1, tokens + batch.n_tokens
             history["step"].append(step)
             history["train_loss"].append(value)
             bar.update(1)
             bar.set_postfix(loss=f"{value:.3f}")
-            out_of_time = config.minutes is not None and spent() >= 60 * config.minutes
             last = step == config.steps or out_of_time
-            if step % config.eval_every == 0 or last:
+            if world.rank == 0 and (step % config.eval_every == 0 or last):  # rank 0 alone evaluates and saves
                 _validate(model, valid_pairs, src_vocab, tgt_vocab, config, step, history, callback)
-            if save is not None and (step % config.save_every == 0 or last):
+            if world.rank == 0 and save is not None and (step % config.save_every == 0 or last):
                 save(state())
             if last:
                 break
@@ -276,6 +312,17 @@ def fit(
     history["seconds"], history["tokens"] = spent(), tokens
     model.eval()
     return history
+
+
+def _check_parallel(config: TrainConfig, world: scale.World, dev: torch.device, n_pairs: int) -> None:
+    """The precision runs on this device, and a global batch splits evenly over the processes."""
+    scale.check_precision(config.precision, dev)
+    if n_pairs < world.size:
+        raise ValueError(f"{n_pairs} training pairs cannot give each of {world.size} processes a sentence; "
+                         "give more pairs or fewer processes.")
+    if config.batch_size % world.size:
+        raise ValueError(f"batch_size {config.batch_size} (the global batch) does not split evenly over "
+                         f"{world.size} processes; give a multiple of {world.size}.")
 
 
 def _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config) -> None:
@@ -391,10 +438,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     within a time budget), report test-set figures, write a checkpoint.
 
     Every argument, the corpus and the output path are checked before the first step; a bad
-    one stops the command with exit status 2 and a message that names it.
+    one stops the command with exit status 2 and a message that names it. Under
+    ``torchrun --nproc_per_node N -m tx.train ...`` N processes train one model together
+    (DistributedDataParallel; ``--batch-size`` is then the global batch, split over them).
     """
-    from . import checkpoint, evaluate
-
     parser = argparse.ArgumentParser(prog="python -m tx.train", description=main.__doc__)
     parser.add_argument("--out", type=Path, default=Path("runs/fr_en_small.safetensors"), help="checkpoint to write")
     parser.add_argument("--steps", type=int, help=f"optimiser steps (default {TrainConfig.steps}; with --tsv, "
@@ -408,10 +455,21 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     parser.add_argument("--threads", type=int, default=2,
                         help="CPU threads; sums split over threads round differently, and 2 wrote the book's checkpoint")
+    parser.add_argument("--precision", choices=list(scale.PRECISIONS), default="fp32",
+                        help="bf16 or fp16 (CUDA only): train under torch.autocast; the checkpoint stays fp32")
     _add_real_corpus_args(parser)
     args = parser.parse_args(argv)
-    if args.tsv is not None:
-        return _main_tsv(parser, args)
+    world = scale.init_from_env()  # under torchrun: one of WORLD_SIZE processes, gloo on CPU, nccl on GPUs
+    try:
+        return (_main_tsv if args.tsv is not None else _main_builtin)(parser, args, world)
+    finally:
+        scale.finish()
+
+
+def _main_builtin(parser: argparse.ArgumentParser, args: argparse.Namespace, world: scale.World) -> dict[str, Any]:
+    """The built-in corpus: the book's small model, trained by ``steps``."""
+    from . import checkpoint, evaluate
+
     try:
         tcfg = _check_args(args)
         corpus = _load(args)
@@ -425,10 +483,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
         except FloatingPointError as e:
             raise SystemExit(f"python -m tx.train: error: {e} No checkpoint was written; {args.out} is unchanged.") from None
+        if world.rank != 0:  # the other processes hold the same weights; rank 0 tests and writes them
+            return {}
         scores = evaluate.evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
         info = {"train": vars(tcfg) | {"pairs": args.pairs, "tsv": str(args.tsv) if args.tsv else None},
                 "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1],
-                "compared": corpus.tgt_vocab.comparison}
+                "compared": corpus.tgt_vocab.comparison, "world_size": world.size}
         checkpoint.save(args.out, model, corpus.src_vocab, corpus.tgt_vocab, info=info)
     print(f"trained {history['step'][-1]} steps in {history['seconds']:.0f} s; test exact match "
           f"{scores['exact_match']:.1%}, BLEU {scores['bleu']:.1f} on {scores['n']} sentences "
@@ -465,8 +525,14 @@ def _check_args(args: argparse.Namespace) -> TrainConfig:
     if resume and not args.out.is_file():
         raise FileNotFoundError(f"--resume: no checkpoint at {args.out} to continue; train without --resume first.")
     check_writable(args.out)
+    precision = getattr(args, "precision", "fp32")
+    scale.check_precision(precision, _device())
+    world = scale.world()
+    if args.batch_size % world.size:
+        raise ValueError(f"--batch-size {args.batch_size} is the global batch of all {world.size} processes and "
+                         f"must split evenly over them; give a multiple of {world.size}.")
     return preset.__class__(**{**vars(preset), "steps": args.steps, "batch_size": args.batch_size,
-                               "seed": args.seed, "minutes": minutes})
+                               "seed": args.seed, "minutes": minutes, "precision": precision})
 
 
 def _load(args: argparse.Namespace, max_len: int | None = None) -> data.ParallelCorpus:
@@ -506,7 +572,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: scale.World) -> dict[str, Any]:
     """``--tsv``: BPE vocabularies of the training split, the real-corpus presets, a time budget, resumable."""
     from . import checkpoint, evaluate
 
@@ -529,15 +595,16 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict
                                  "give a larger --steps to train it longer.")
             model, src_vocab, tgt_vocab = ck.model, ck.src_vocab, ck.tgt_vocab
             credit = credit or ck.info.get("credit", "")
-        else:
-            src_vocab, tgt_vocab = subword_vocabs(corpus, args.vocab_size)
+        else:  # learned once, by rank 0, so every process has the same pieces
+            src_vocab, tgt_vocab = scale.broadcast_object(subword_vocabs(corpus, args.vocab_size)
+                                                          if world.rank == 0 else None)
     except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
     if model is None:
         torch.manual_seed(args.seed)
         cfg = TransformerConfig.real(len(src_vocab), len(tgt_vocab), norm_first=args.norm_first)
         model = Transformer.from_config(cfg).to(_device())
-    run = {"tsv": args.tsv.name, "tsv_sha256": digest, "credit": credit, "seed": args.seed,
+    run = {"tsv": args.tsv.name, "tsv_sha256": digest, "credit": credit, "seed": args.seed, "world_size": world.size,
            "vocab": f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} + {len(tgt_vocab)} pieces",
            "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")}}
 
@@ -550,6 +617,8 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict
         history = fit(model, corpus.train, corpus.valid, src_vocab, tgt_vocab, tcfg, resume=resume, save=save)
     except FloatingPointError as e:
         raise SystemExit(f"python -m tx.train: error: {e} The last checkpoint in {args.out} is kept; --resume continues it.") from None
+    if world.rank != 0:
+        return {}
     scores = evaluate.evaluate(model, corpus.test, src_vocab, tgt_vocab)
     info = run | {"step": history["step"][-1] if history["step"] else resume.step, "complete": True,
                   "train_seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1],

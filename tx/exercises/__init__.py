@@ -170,7 +170,7 @@ def assert_number(got: Any, expected: float, what: str, tol: float = 1e-3) -> No
 
 
 def __getattr__(name: str) -> Any:
-    # tx.exercises.ch03 and friends load on first use.
-    if name.startswith("ch") or name == "learner":
+    # tx.exercises.ch03 and friends (a1 for appendix A1) load on first use.
+    if name.startswith("ch") or name == "learner" or (name[:1] == "a" and name[1:].isdigit()):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tx.exercises' has no attribute {name!r}")
