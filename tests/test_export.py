@@ -157,6 +157,7 @@ def test_int8_weights_shrink_the_files_and_keep_the_translations(tmp_path, book,
 from tx import lm_train  # noqa: E402
 from tx.export import export_language_model, export_vision  # noqa: E402
 from tx.vision import VisionConfig, VisionTransformer  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +195,8 @@ def test_the_language_model_s_logits_and_attention_match_tx_at_any_length_and_pa
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["kind"] == "generate" and manifest["eos_id"] == vocab.eos_id
     assert json.loads((out / "vocab.json").read_text())["itos"] == vocab.itos
+    graph = (out / "model.onnx").read_bytes()
+    assert str(Path.cwd()).encode() not in graph and str(out).encode() not in graph and b".py" not in graph
 
 
 def test_greedy_generation_through_onnx_writes_tx_s_sentences(lm):

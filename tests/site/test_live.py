@@ -341,3 +341,17 @@ def test_the_trained_models_downloads_fit_the_budget_and_stay_on_the_site(visits
     print(f"{docname}: live download {len(raw)} files, {sum(map(len, raw.values())) / 1e6:.1f} MB, gzip {packed / 1e6:.2f} MB")
     assert packed <= LIVE_BUDGET, f"the block downloads {packed / 1e6:.2f} MB gzip-compressed, over {LIVE_BUDGET / 1e6:.0f} MB"
     assert not live.external and not live.problems(), live.external + live.problems()
+
+
+@pytest.mark.parametrize("docname, kind", [(LM_PAGE, "generate"), (VIT_PAGE, "classify")])
+def test_the_trained_models_pages_opened_from_a_file_say_how_to_serve_the_site(browser, docname, kind):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto((HTML / f"{docname}.html").as_uri(), wait_until="load")
+        block = page.locator(f'[data-live-model="{kind}"]').first
+        page.wait_for_function("b => b.getAttribute('data-live-state') === 'unavailable'", arg=block.element_handle())
+        assert "make serve" in block.locator(".tx-live-status").inner_text()
+        assert block.locator('button[type="submit"]').is_disabled()
+    finally:
+        context.close()
