@@ -387,6 +387,9 @@
     var form = block.querySelector(".tx-live-form"), status = block.querySelector(".tx-live-status");
     var output = block.querySelector("[data-live-output]");
     var maxNew = Number(block.getAttribute("data-max-new-tokens"));
+    var seedless = function () { form.elements.seed.disabled = form.elements.sampling.value === "greedy"; };
+    form.elements.sampling.addEventListener("change", seedless); // greedy draws nothing: no seed to choose
+    seedless();
     form.addEventListener("submit", async function (event) {
       event.preventDefault();
       var text = form.elements.text.value, choice = form.elements.sampling.value;

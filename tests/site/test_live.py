@@ -230,7 +230,10 @@ def _continue(page, text: str, choice: str = "greedy", seed: int = 0) -> dict:
     block = page.locator('[data-live-model="generate"]').first
     block.evaluate("b => b.removeAttribute('data-live-state')")
     block.locator('select[name="sampling"]').select_option(choice)
-    block.locator('input[name="seed"]').fill(str(seed))
+    seed_box = block.locator('input[name="seed"]')
+    assert seed_box.is_disabled() == (choice == "greedy")  # greedy draws nothing
+    if choice != "greedy":
+        seed_box.fill(str(seed))
     block.locator('input[name="text"]').focus()
     page.keyboard.press("Control+A")
     page.keyboard.type(text)
