@@ -19,7 +19,9 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 * Serves the live models (``tx/live.py``): ``make live-models`` exports the checkpoints to
   ``_build/live/tx-live/NAME/`` (``tx/export.py``), served as ``_static/tx-live/NAME/``;
   onnxruntime-web comes from ``make vendor`` as ``_static/ort/``, and every page loads
-  ``static/tx-live.js``, which fetches those only when a reader uses a live block.
+  ``static/tx-live.js``, which fetches those only when a reader uses a live block. Models
+  trained in a chapter are exported there by the chapter itself, as the build runs it
+  (``TX_LIVE_DIR``, read by ``tx.live``).
 * Gives the site a favicon (``extra/favicon.ico``, also served as ``/favicon.ico``).
 * Gives every page ``<meta name="description">`` and Open Graph tags (``og:title``,
   ``og:description``, ``og:type``, ``og:site_name``, and ``og:url`` when ``html.baseurl``
@@ -74,6 +76,9 @@ def add_static_paths(app: Sphinx, config) -> None:
     # Explorers: the kernels that execute the chapters inherit this, and give only their
     # static text/html form (tx/explorer.py); no widget, no widget state on the page.
     os.environ["TX_EXPLORER_STATIC"] = "1"
+    # Live blocks of models trained in a chapter (tx.live.generator, tx.live.classifier) export
+    # them into this folder's tx-live/NAME/ as the chapter runs; it is copied to _static/ after.
+    os.environ["TX_LIVE_DIR"] = str(live.resolve())
     # Each notebook page's download button (.ipynb); the theme's default, made explicit.
     config.html_theme_options["use_download_button"] = True
     # Light or dark as the reader's system prefers. Without a default the theme starts

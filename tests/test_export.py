@@ -151,3 +151,90 @@ def test_int8_weights_shrink_the_files_and_keep_the_translations(tmp_path, book,
         assert same >= 0.99 * len(sentences), f"{name}: int8 gives tx's translation for {same} of {len(sentences)}"
     with pytest.raises(ValueError, match="quantize must be one of"):
         export(BOOK_MODEL, tmp_path / "x", quantize="int4")
+
+
+# ---------------------------------------------------------------- models trained in a chapter (tx.live)
+from tx import lm_train  # noqa: E402
+from tx.export import export_language_model, export_vision  # noqa: E402
+from tx.vision import VisionConfig, VisionTransformer  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def lm(tmp_path_factory):
+    """A small language model of the corpus's English, trained a few steps, exported."""
+    english = [en for _, en in tx.data.load_corpus(seed=0).train]
+    vocab = Vocab.build(english)
+    torch.manual_seed(0)
+    model = tx.LanguageModel(tx.LanguageModelConfig.small(len(vocab), d_model=32, n_heads=2, d_ff=64, max_len=24))
+    lm_train.fit_lm(model, [lm_train.sentence_ids(vocab, s) for s in english[:400]], steps=40, warmup=10)
+    out = tmp_path_factory.mktemp("lm")
+    export_language_model(model, vocab, out, "lm")
+    return out, model.eval(), vocab
+
+
+def _session(path):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path / "model.onnx"), options, providers=["CPUExecutionProvider"])
+
+
+def test_the_language_model_s_logits_and_attention_match_tx_at_any_length_and_padding(lm):
+    out, model, vocab = lm
+    session = _session(out)
+    prompts = [vocab.encode(s, add_eos=False) for s in ["she is", "we do not like the", "the"]]
+    for tokens in [torch.tensor([p]) for p in prompts] + [tx.generation.left_pad(prompts)]:
+        logits, attn = session.run(None, {"tokens": tokens.numpy()})
+        with torch.no_grad(), model.recording_attention() as maps:
+            expected = model(tokens)  # [B, T, V]
+        np.testing.assert_allclose(logits, expected.numpy(), atol=1e-5, rtol=0)
+        for i in range(model.config.n_layers):
+            np.testing.assert_allclose(attn[i], maps[f"layers.layers.{i}.self_attn"].numpy(), atol=1e-6, rtol=0)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["kind"] == "generate" and manifest["eos_id"] == vocab.eos_id
+    assert json.loads((out / "vocab.json").read_text())["itos"] == vocab.itos
+    graph = (out / "model.onnx").read_bytes()
+    assert str(Path.cwd()).encode() not in graph and str(out).encode() not in graph and b".py" not in graph
+
+
+def test_greedy_generation_through_onnx_writes_tx_s_sentences(lm):
+    """The loop tx-live.js runs (whole sequence each step, <pad> never chosen, stop at <eos> or max_len)."""
+    out, model, vocab = lm
+    session = _session(out)
+    starts = ["she is", "we do", "the", "he is not", "you are", "i am a"]
+    for start in starts:
+        ids = vocab.encode(start, add_eos=False)
+        expected = tx.generate(model, torch.tensor([ids]), 14, temperature=0, eos_id=vocab.eos_id)[0].tolist()
+        ys = list(ids)
+        for _ in range(14):
+            z = session.run(None, {"tokens": np.array([ys], dtype=np.int64)})[0][0, -1]
+            z[vocab.pad_id] = -np.inf
+            ys.append(int(z.argmax()))
+            if ys[-1] == vocab.eos_id or len(ys) >= model.config.max_len:
+                break
+        assert ys == expected, start
+
+
+def test_the_vision_transformer_s_logits_and_cls_attention_match_tx(tmp_path):
+    torch.manual_seed(0)
+    model = VisionTransformer(VisionConfig.digits()).eval()
+    images = torch.randint(0, 17, (5, 1, 8, 8)).float() / 16  # [5, 1, 8, 8], the digits' levels
+    out = tmp_path
+    export_vision(model, out, "vit")
+    logits, cls = _session(out).run(None, {"images": images.numpy()})
+    manifest = json.loads((out / "manifest.json").read_text())
+    np.testing.assert_allclose(logits, model(images).detach().numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(cls.transpose(1, 0, 2, 3), model.cls_attention(images).numpy(), atol=1e-6, rtol=0)
+    assert manifest["kind"] == "classify" and manifest["config"]["patch_size"] == 2
+
+
+def test_in_memory_exports_refuse_the_wrong_model_or_vocabulary(lm, tmp_path):
+    _, model, vocab = lm
+    with pytest.raises(TypeError, match="tx.LanguageModel"):
+        export_language_model(tiny_model(), vocab, tmp_path)
+    with pytest.raises(ValueError, match="the model's word vocabulary"):
+        export_language_model(model, Vocab.build(["a b c"]), tmp_path)
+    with pytest.raises(TypeError, match="VisionTransformer"):
+        export_vision(model, tmp_path)

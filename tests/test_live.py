@@ -102,3 +102,116 @@ def test_the_page_subword_tokenizer_gives_tx_subwords_ids_and_text(tmp_path):
     assert got["enc"] == [ck.src_vocab.encode(t, add_bos=False, add_eos=False) for t in french]
     assert got["dec"] == [ck.tgt_vocab.decode(i) for i in ids]
     assert got["pieces"] == [ck.tgt_vocab.tokens(i) for i in ids]
+
+
+# ---------------------------------------------------------------- blocks of models trained in a chapter
+from tx.live import LIVE_DIR_ENV, digit_grid  # noqa: E402
+from tx.vision import VisionConfig, VisionTransformer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def small_lm():
+    english = [en for _, en in tx.data.load_corpus(seed=0).train]
+    vocab = tx.data.Vocab.build(english)
+    import torch
+
+    torch.manual_seed(0)
+    return tx.LanguageModel(tx.LanguageModelConfig.small(len(vocab), d_model=32, n_heads=2, d_ff=64)), vocab
+
+
+def test_the_generator_block_shows_tx_s_greedy_continuations_and_writes_nothing_outside_a_build(small_lm, tmp_path, monkeypatch):
+    import torch
+
+    model, vocab = small_lm
+    monkeypatch.delenv(LIVE_DIR_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    block = tx.live.generator(model, vocab, examples=["she is", "the"], name="lm_test", max_new_tokens=5)
+    expected = tx.generate(model, torch.tensor([vocab.encode("she is", add_eos=False)]), 5, temperature=0,
+                           eos_id=vocab.eos_id)
+    assert block.continuations[0] == vocab.decode(expected[0]) and block.continuations[0].startswith("she is")
+    page = block.to_html()
+    assert 'data-live-model="generate"' in page and 'data-model="lm_test"' in page and 'data-max-new-tokens="5"' in page
+    assert page.count("data-live-output") == 1 and '<form class="tx-live-form" hidden>' in page
+    assert f"The {len(vocab) - 4} English words" in page and "she is -> " in block._repr_mimebundle_()["text/plain"]
+    assert block.exported == [] and not any(tmp_path.iterdir())
+
+
+def test_in_the_book_s_build_the_blocks_export_their_model_where_the_site_serves_it(small_lm, tmp_path, monkeypatch):
+    import torch
+
+    model, vocab = small_lm
+    monkeypatch.setenv(LIVE_DIR_ENV, str(tmp_path))
+    tx.live.generator(model, vocab, examples=["she is"], name="lm_test", max_new_tokens=3)
+    torch.manual_seed(0)
+    block = tx.live.classifier(VisionTransformer(VisionConfig.digits()), torch.rand(2, 1, 8, 8), name="vit_test")
+    assert {p.name for p in (tmp_path / "tx-live" / "lm_test").iterdir()} == {"model.onnx", "vocab.json", "manifest.json"}
+    assert {p.name for p in (tmp_path / "tx-live" / "vit_test").iterdir()} == {"model.onnx", "manifest.json"}
+    assert len(block.exported) == 2
+
+
+def test_the_classifier_block_carries_tx_s_answers_on_the_data_s_grey_levels():
+    import html as html_lib
+
+    import torch
+
+    torch.manual_seed(0)
+    model = VisionTransformer(VisionConfig.digits())
+    images = tx.vision.load_digits_split()["test"].images[:3]  # [3, 1, 8, 8], levels k / 16
+    block = tx.live.classifier(model, images, name="vit_test")
+    assert torch.equal(block.grids, (images[:, 0] * 16).round().long())
+    model.eval()
+    assert block.classes == model(images).argmax(-1).tolist()
+    page = block.to_html()
+    assert 'data-live-model="classify"' in page and "<canvas" in page and page.count('name="example"') == 3
+    ref = json.loads(html_lib.unescape(page.split('data-live-reference="')[1].split('"')[0]))
+    assert ref[1]["grid"] == block.grids[1].tolist() and ref[1]["class"] == block.classes[1]
+    torch.testing.assert_close(torch.tensor(ref[2]["cls_attention"]), model.cls_attention(images)[2])
+
+
+def test_live_blocks_refuse_bad_input_clearly(small_lm):
+    import torch
+
+    model, vocab = small_lm
+    with pytest.raises(ValueError, match="list of English prompts"):
+        tx.live.generator(model, vocab, examples="she is")
+    with pytest.raises(TypeError, match="tx.LanguageModel"):
+        tx.live.generator(VisionTransformer(), vocab, examples=["she is"])
+    with pytest.raises(ValueError, match="letters, digits and underscores"):
+        tx.live.generator(model, vocab, examples=["she"], name="../x")
+    with pytest.raises(ValueError, match=r"digits \[n, 1, 8, 8\]"):
+        tx.live.classifier(VisionTransformer(), torch.rand(2, 8, 8, 1))
+    with pytest.raises(ValueError, match="8x8 grey digits"):
+        tx.live.classifier(VisionTransformer(image_size=16, patch_size=4), torch.rand(2, 1, 8, 8))
+    with pytest.raises(ValueError, match="32x32"):
+        digit_grid(torch.ones(28, 28))
+
+
+def test_digit_grid_counts_the_ink_of_each_4x4_block():
+    import torch
+
+    assert digit_grid(torch.ones(32, 32, dtype=torch.bool)).eq(16).all()
+    one = torch.zeros(32, 32)
+    one[5, 30] = 1  # row block 1, column block 7
+    grid = digit_grid(one)
+    assert grid[1, 7] == 1 and grid.sum() == 1
+    bitmap = torch.rand(32, 32, generator=torch.Generator().manual_seed(0)) > 0.6
+    assert digit_grid(bitmap).sum() == bitmap.sum() and digit_grid(bitmap).max() <= 16
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (make vendor needs it too)")
+def test_the_page_reduces_a_bitmap_and_samples_as_documented():
+    import torch
+
+    bitmaps = [(torch.rand(32, 32, generator=torch.Generator().manual_seed(s)) > 0.5).int().tolist() for s in range(5)]
+    script = ("const {digitGrid, mulberry32, sample} = require(process.argv[1]);"
+              "const bitmaps = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "const draw = seed => { const r = mulberry32(seed); return [0, 1, 2, 3, 4, 5].map(() => sample([0, 1, 2, -Infinity], 1, 0, r)); };"
+              "const topk = [...Array(200)].map((_, i) => sample([5, 4.9, 0, 4.8], 1, 2, mulberry32(i)));"
+              "process.stdout.write(JSON.stringify({grids: bitmaps.map(digitGrid), a: draw(7), b: draw(7), c: draw(8), topk}));")
+    done = subprocess.run(["node", "-e", script, str(LIVE_JS)], input=json.dumps(bitmaps),
+                          capture_output=True, text=True, check=True)
+    got = json.loads(done.stdout)
+    assert got["grids"] == [digit_grid(torch.tensor(b)).tolist() for b in bitmaps]
+    assert got["a"] == got["b"] != got["c"]  # one seed, one sentence
+    assert 3 not in got["a"] + got["c"]  # a -inf logit (<pad>) is never drawn
+    assert set(got["topk"]) == {0, 1}  # top-k 2 keeps the two largest

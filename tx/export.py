@@ -27,6 +27,7 @@ few dozen tokens costs little and keeps the graph to one input shape per step.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import os
@@ -37,10 +38,12 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from .language_model import LanguageModel, lm_mask
 from .masks import padding_mask
 from .model import Transformer
+from .vision import VisionTransformer
 
-__all__ = ["export", "ExportedModel", "FILES", "main"]
+__all__ = ["export", "ExportedModel", "FILES", "main", "export_language_model", "export_vision"]
 
 FILES = ("encoder.onnx", "decoder.onnx", "manifest.json")  # plus vocab.json, or src_ and tgt_tokenizer.json
 OPSET = 17
@@ -285,6 +288,105 @@ class ExportedModel:
             src = pad([ids], self.src_vocab.pad_id).numpy().astype(np.int64)
             out.append(self.tgt_vocab.decode(self.greedy(src)[0].tolist()))
         return out
+
+
+class _LanguageModel(nn.Module):
+    """tokens [B, T] -> logits [B, T, V], self_attn [L, B, H, T, T]: LanguageModel.forward without a cache or checks."""
+
+    def __init__(self, model: LanguageModel):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        m = self.model
+        real = tokens != m.config.pad_id  # [B, T]
+        positions = (real.long().cumsum(1) - 1).clamp(min=0)  # [B, T]: real tokens before each one
+        x = m.layers(m._embed(tokens, positions), lm_mask(real, tokens.size(1)))  # [B, T, D]
+        weights = torch.stack([layer.self_attn.attention_weights for layer in m.layers.layers])  # [L, B, H, T, T]
+        return m.lm_head(x), weights
+
+
+class _Vision(nn.Module):
+    """images [B, C, Hi, Wi] -> logits [B, Y], cls_attn [L, B, H, N]: [CLS]'s attention over the patches."""
+
+    def __init__(self, model: VisionTransformer):
+        super().__init__()
+        self.model = model
+
+    def forward(self, images: Tensor) -> tuple[Tensor, Tensor]:
+        logits = self.model(images)  # [B, Y]
+        rows = [layer.self_attn.attention_weights[:, :, 0, 1:] for layer in self.model.encoder.layers]  # [B, H, N] each
+        return logits, torch.stack(rows)  # [L, B, H, N]
+
+
+def _recorded(module: nn.Module, attention: list[nn.Module], args: tuple[Tensor, ...], inputs: list[str],
+              outputs: list[str], dynamic: dict[str, dict[int, str]]) -> bytes:
+    """``_onnx_bytes`` of ``module`` with the attention modules keeping their weights while it is traced."""
+    for m in attention:
+        m.record = True
+    try:
+        with torch.no_grad():
+            return _onnx_bytes(module, args, inputs, outputs, dynamic)
+    finally:
+        for m in attention:
+            m.record, m.attention_weights = False, None
+
+
+def _write(outdir: Path, files: dict[str, bytes | str]) -> list[Path]:
+    """Write {name: content} into outdir (created, files overwritten); returns the paths."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, content in files.items():
+        path = outdir / name
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        written.append(path)
+    return written
+
+
+def export_language_model(model: LanguageModel, vocab, outdir: str | os.PathLike, name: str = "lm") -> list[Path]:
+    """Write an in-memory LanguageModel as ``model.onnx`` (tokens [B, T] -> logits, self_attn), ``vocab.json`` and a manifest.
+
+    The graph runs the whole sequence at every step (no cache); ``vocab`` is the word
+    vocabulary (tx.data.Vocab) it was trained with. Existing files of the same names are replaced.
+    """
+    if not isinstance(model, LanguageModel):
+        raise TypeError(f"model must be a tx.LanguageModel, got {type(model).__name__}.")
+    if len(getattr(vocab, "itos", ())) != model.config.vocab_size:
+        raise ValueError(f"vocab must be the model's word vocabulary (tx.data.Vocab of {model.config.vocab_size} "
+                         f"tokens), got {type(vocab).__name__} of {len(vocab) if hasattr(vocab, '__len__') else '?'}.")
+    was_training = model.training
+    model.cpu().eval()
+    try:
+        tokens = torch.tensor([[1, 5, 6]]).clamp(max=model.config.vocab_size - 1)  # [1, 3]
+        graph = _recorded(_LanguageModel(model), [layer.self_attn for layer in model.layers.layers], (tokens,),
+                          ["tokens"], ["logits", "self_attn"],
+                          {"tokens": {0: "B", 1: "T"}, "logits": {0: "B", 1: "T"}, "self_attn": {1: "B", 3: "T", 4: "T"}})
+    finally:
+        model.train(was_training)
+    manifest = {"format": "tx-onnx", "version": 1, "kind": "generate", "name": name, "config": model.config.to_dict(),
+                "vocab_kind": "word", "pad_id": vocab.pad_id, "bos_id": vocab.bos_id, "eos_id": vocab.eos_id,
+                "unk_id": vocab.unk_id, "files": {"model": "model.onnx"}}
+    return _write(Path(outdir), {"model.onnx": graph, "vocab.json": json.dumps({"itos": vocab.itos}, ensure_ascii=False),
+                                 "manifest.json": json.dumps(manifest, indent=1)})
+
+
+def export_vision(model: VisionTransformer, outdir: str | os.PathLike, name: str = "vit") -> list[Path]:
+    """Write an in-memory VisionTransformer as ``model.onnx`` (images [B, C, Hi, Wi] -> logits [B, Y], cls_attn [L, B, H, N]) and a manifest."""
+    if not isinstance(model, VisionTransformer):
+        raise TypeError(f"model must be a tx.vision.VisionTransformer, got {type(model).__name__}.")
+    c = model.config
+    was_training = model.training
+    model.cpu().eval()
+    try:
+        images = torch.zeros(1, c.channels, c.image_size, c.image_size)  # [1, C, Hi, Wi]
+        graph = _recorded(_Vision(model), [layer.self_attn for layer in model.encoder.layers], (images,),
+                          ["images"], ["logits", "cls_attn"],
+                          {"images": {0: "B"}, "logits": {0: "B"}, "cls_attn": {1: "B"}})
+    finally:
+        model.train(was_training)
+    manifest = {"format": "tx-onnx", "version": 1, "kind": "classify", "name": name, "config": dataclasses.asdict(c),
+                "files": {"model": "model.onnx"}}
+    return _write(Path(outdir), {"model.onnx": graph, "manifest.json": json.dumps(manifest, indent=1)})
 
 
 def main(argv: Sequence[str] | None = None) -> list[Path]:

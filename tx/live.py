@@ -8,17 +8,28 @@ them in ``_static/tx-live/NAME/``), and the encoder-decoder attention of the cho
 is drawn. Nothing is downloaded until the reader asks for a translation. In Jupyter, where there
 is no site, the block shows tx's own translations of the examples and says where the live one is.
 
-Axes: S source length, T target length (the attention map is [T, S]).
+Two more blocks run a model trained in the notebook itself, exported while the book is built
+(``_ext/book_site.py`` sets ``TX_LIVE_DIR`` to the build's live folder; anywhere else nothing is
+written): ``tx.live.generator(lm, vocab, examples=[...])`` continues the reader's prompt with a
+language model, and ``tx.live.classifier(vit, images)`` classifies a digit the reader draws,
+preprocessed as scikit-learn's digits were (:func:`digit_grid`), with [CLS]'s attention drawn over it.
+
+Axes: S source length, T target length (the attention map is [T, S]); L layers, H heads,
+N patches.
 """
 
 from __future__ import annotations
 
 import html
 import os
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["Translator", "translator"]
+__all__ = ["Translator", "translator", "Generator", "generator", "Classifier", "classifier", "digit_grid",
+           "LIVE_DIR_ENV"]
+
+LIVE_DIR_ENV = "TX_LIVE_DIR"  # set by the book's build: the folder whose tx-live/NAME/ the site serves
 
 _SERIAL = iter(range(1, 1 << 30))
 
@@ -88,3 +99,175 @@ Here, tx's own translations of its examples:</p><ul>{static}</ul></div>
 def translator(checkpoint: str | os.PathLike, examples: Sequence[str], name: str | None = None) -> Translator:
     """A live translator block for ``checkpoint`` offering ``examples``; see :class:`Translator`."""
     return Translator(checkpoint, examples, name)
+
+
+def _live_dir(name: str) -> Path | None:
+    """Where the build wants model ``name`` exported (``$TX_LIVE_DIR/tx-live/NAME``), or None outside a build."""
+    root = os.environ.get(LIVE_DIR_ENV)
+    return Path(root) / "tx-live" / name if root else None
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not name.replace("_", "").isalnum():
+        raise ValueError(f"name must be letters, digits and underscores (a folder of the site), got {name!r}.")
+    return name
+
+
+class Generator:
+    """A live block that continues the reader's prompt with an in-memory language model; display it to show it."""
+
+    def __init__(self, model, vocab, examples: Sequence[str], name: str = "lm", max_new_tokens: int = 14):
+        import torch
+
+        from .checks import check_int
+        from .export import export_language_model
+        from .generation import generate
+        from .language_model import LanguageModel
+
+        if not isinstance(model, LanguageModel):
+            raise TypeError(f"model must be a tx.LanguageModel, got {type(model).__name__}.")
+        if isinstance(examples, str) or not examples or not all(isinstance(e, str) and e.strip() for e in examples):
+            raise ValueError("examples must be a non-empty list of English prompts, e.g. ['she is'].")
+        check_int("max_new_tokens", max_new_tokens, low=1)
+        self.name, self.examples, self.max_new_tokens = _check_name(name), list(examples), max_new_tokens
+        self.continuations = []
+        for prompt in self.examples:  # one at a time, unpadded, as the page runs them
+            ids = torch.tensor([vocab.encode(prompt, add_eos=False)])  # [1, P]: <bos> words
+            out = generate(model, ids, max_new_tokens, temperature=0, eos_id=vocab.eos_id)
+            self.continuations.append(vocab.decode(out[0]))
+        self.known = sorted(vocab.itos[4:])  # specials left out
+        folder = _live_dir(self.name)
+        self.exported = export_language_model(model, vocab, folder, self.name) if folder else []
+
+    def to_html(self) -> str:
+        """The block: the live form (hidden until tx-live.js runs) and tx's own greedy continuations."""
+        uid = f"tx-live-{next(_SERIAL)}"
+        options = "".join(f'<option value="{html.escape(e)}"></option>' for e in self.examples)
+        settings = "".join(f'<option value="{v}">{label}</option>' for v, label in SAMPLING)
+        static = "".join(f"<li><i>{html.escape(p)}</i> → {html.escape(c)}</li>"
+                         for p, c in zip(self.examples, self.continuations))
+        words = ", ".join(html.escape(w) for w in self.known)
+        return f"""<div class="tx-live" id="{uid}" data-live-model="generate" data-model="{html.escape(self.name)}" data-max-new-tokens="{self.max_new_tokens}">
+<form class="tx-live-form" hidden>
+<label for="{uid}-text">English prompt</label>
+<input type="text" id="{uid}-text" name="text" list="{uid}-examples" value="{html.escape(self.examples[0])}" autocomplete="off" spellcheck="false">
+<datalist id="{uid}-examples">{options}</datalist>
+<button type="submit">Continue</button>
+<span class="tx-live-control"><label for="{uid}-sampling">Choice</label><select id="{uid}-sampling" name="sampling">{settings}</select></span>
+<span class="tx-live-control"><label for="{uid}-seed">Seed</label><input type="number" id="{uid}-seed" name="seed" value="0" min="0" step="1"></span>
+</form>
+<p class="tx-live-result" hidden>The model writes: <output for="{uid}-text" data-live-output aria-live="polite"></output></p>
+<p class="tx-live-status" role="status"></p>
+<div class="tx-live-static"><p>On the book's website this block continues any prompt you type, in your browser.
+Here, tx's own greedy continuations of its examples:</p><ul>{static}</ul></div>
+<details class="tx-live-words"><summary>The {len(self.known)} English words and marks this model knows (any other word reads as &lt;unk&gt;)</summary><p>{words}</p></details>
+</div>"""
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        lines = [f"{p} -> {c}" for p, c in zip(self.examples, self.continuations)]
+        text = "Live language model (on the book's website). tx's greedy continuations:\n" + "\n".join(lines)
+        return {"text/plain": text, "text/html": self.to_html()}
+
+
+SAMPLING = [("greedy", "greedy"), ("t0.7", "temperature 0.7"), ("t1.5", "temperature 1.5"), ("k3", "top-k 3")]
+
+
+def generator(model, vocab, examples: Sequence[str], name: str = "lm", max_new_tokens: int = 14) -> Generator:
+    """A live block continuing prompts with ``model`` (a tx.LanguageModel over ``vocab``); see :class:`Generator`."""
+    return Generator(model, vocab, examples, name, max_new_tokens)
+
+
+def digit_grid(bitmap) -> "torch.Tensor":
+    """A 32x32 bitmap of ink (True = ink) -> [8, 8] counts 0..16: scikit-learn's digits' preprocessing.
+
+    The digits were scanned as 32x32 black-and-white bitmaps and divided into 4x4 blocks; each
+    pixel of the 8x8 image counts the ink pixels of its block. The page's canvas is reduced to
+    such a bitmap (the ink's bounding box scaled to fill 32 pixels, centred) and counted the same way.
+    """
+    import torch
+
+    from .checks import check_tensor
+
+    bitmap = torch.as_tensor(bitmap)
+    check_tensor("bitmap", bitmap, dims=2)
+    if tuple(bitmap.shape) != (32, 32):
+        raise ValueError(f"bitmap must be 32x32 pixels, as the digits were scanned, got {tuple(bitmap.shape)}.")
+    return (bitmap != 0).long().reshape(8, 4, 8, 4).sum(dim=(1, 3))  # [8, 4, 8, 4] -> [8, 8]
+
+
+class Classifier:
+    """A live block that classifies a digit the reader draws, with a VisionTransformer trained on the 8x8 digits."""
+
+    def __init__(self, model, examples, name: str = "vit"):
+        import torch
+
+        from .checks import check_tensor
+        from .export import export_vision
+        from .vision import VisionTransformer
+
+        if not isinstance(model, VisionTransformer):
+            raise TypeError(f"model must be a tx.vision.VisionTransformer, got {type(model).__name__}.")
+        c = model.config
+        if (c.image_size, c.channels) != (8, 1):
+            raise ValueError(f"the page draws 8x8 grey digits; this model reads {c.image_size}x{c.image_size} images "
+                             f"with {c.channels} channel(s). Use a model trained on tx.vision.load_digits_split().")
+        check_tensor("examples", examples, dims=4, floating=True)
+        if tuple(examples.shape[1:]) != (1, 8, 8) or not len(examples):
+            raise ValueError(f"examples must be digits [n, 1, 8, 8] in [0, 1], got shape {tuple(examples.shape)}.")
+        grids = torch.round(examples[:, 0] * 16).long()  # [n, 8, 8]: the data's 0..16 levels
+        images = grids[:, None].float() / 16  # [n, 1, 8, 8], as load_digits_split scales them
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            logits = model(images)  # [n, Y]
+        model.train(was_training)
+        self.name, self.grids = _check_name(name), grids
+        self.classes = logits.argmax(-1).tolist()
+        self.probabilities = logits.softmax(-1).max(-1).values.tolist()
+        self.attention = model.cls_attention(images)  # [n, L, H, N]
+        self.layers, self.heads, self.patch = c.n_layers, c.n_heads, c.patch_size
+        folder = _live_dir(self.name)
+        self.exported = export_vision(model, folder, self.name) if folder else []
+
+    def reference(self) -> list[dict]:
+        """tx's results for the examples, as the page's test reads them: grid, class, [CLS] attention [L, H, N]."""
+        return [{"grid": g.tolist(), "class": k, "cls_attention": a.tolist()}
+                for g, k, a in zip(self.grids, self.classes, self.attention)]
+
+    def to_html(self) -> str:
+        """The block: a canvas to draw on, example digits, layer and head menus; and tx's own answers."""
+        uid = f"tx-live-{next(_SERIAL)}"
+        layers = "".join(f'<option value="{i}"{" selected" if i == self.layers - 1 else ""}>layer {i + 1}</option>'
+                         for i in range(self.layers))
+        heads = '<option value="mean" selected>mean of the heads</option>' + "".join(
+            f'<option value="{h}">head {h + 1}</option>' for h in range(self.heads))
+        buttons = "".join(f'<button type="button" name="example" value="{i}">example {i + 1}</button>'
+                          for i in range(len(self.classes)))
+        static = "".join(f"<li>example {i + 1}: read as a {k} (probability {p:.2f})</li>"
+                         for i, (k, p) in enumerate(zip(self.classes, self.probabilities)))
+        reference = html.escape(json.dumps(self.reference(), separators=(",", ":")))
+        return f"""<div class="tx-live" id="{uid}" data-live-model="classify" data-model="{html.escape(self.name)}" data-patch="{self.patch}" data-live-reference="{reference}">
+<form class="tx-live-form" hidden>
+<p class="tx-live-hint">Draw a digit in the square with the mouse, a finger or a pen, then press Classify.</p>
+<div class="tx-live-draw"><canvas width="192" height="192" class="tx-live-canvas" aria-label="Drawing area for a digit: draw with a pointer, or load an example with the buttons below"></canvas>
+<div class="tx-live-map" aria-live="polite"></div></div>
+<span class="tx-live-control">{buttons}<button type="button" name="clear">Clear</button></span>
+<button type="submit">Classify</button>
+<span class="tx-live-control"><label for="{uid}-layer">Layer</label><select id="{uid}-layer" name="layer">{layers}</select></span>
+<span class="tx-live-control"><label for="{uid}-head">Head</label><select id="{uid}-head" name="head">{heads}</select></span>
+</form>
+<p class="tx-live-result" hidden>The model reads a <output data-live-output aria-live="polite"></output></p>
+<p class="tx-live-status" role="status"></p>
+<div class="tx-live-static"><p>On the book's website you can draw a digit here and this model classifies it in your browser,
+with [CLS]'s attention over the patches drawn on it. Here, tx's answers for its examples:</p><ul>{static}</ul></div>
+</div>"""
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        lines = [f"example {i + 1}: {k}" for i, k in enumerate(self.classes)]
+        return {"text/plain": "Live digit classifier (on the book's website). tx's classes:\n" + "\n".join(lines),
+                "text/html": self.to_html()}
+
+
+def classifier(model, examples, name: str = "vit") -> Classifier:
+    """A live block classifying drawn digits with ``model``, offering ``examples`` [n, 1, 8, 8]; see :class:`Classifier`."""
+    return Classifier(model, examples, name)

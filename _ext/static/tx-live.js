@@ -2,7 +2,11 @@
 // greedily by onnxruntime-web from the graphs `python -m tx.export` wrote at build time
 // (_static/tx-live/NAME/), and the encoder-decoder attention of the chosen layer and head is
 // drawn as an SVG. Nothing is fetched until the reader asks for a translation.
-// The tokeniser is also loaded by Node in tests/test_live.py, which compares its tokens with tx's.
+// Two more blocks run models trained in a chapter (exported as the build runs it): "generate"
+// continues the reader's prompt with a language model, greedily or sampled with a seeded
+// generator; "classify" reads a digit drawn on a canvas, reduced as scikit-learn's digits were
+// (digitGrid), and draws [CLS]'s attention over its patches.
+// The tokeniser and digitGrid are also loaded by Node in tests/test_live.py, which compares them with tx's.
 (function () {
   "use strict";
 
@@ -60,7 +64,48 @@
     return this.tok.decode(kept(ids, m), { skip_special_tokens: false }).trim();
   };
 
-  var api = { tokenize: tokenize, detokenize: detokenize, WordVocab: WordVocab, BpeVocab: BpeVocab };
+  // ---------------------------------------------------------------- digits, sampling
+  function digitGrid(bitmap) { // 32x32 ink bitmap (rows of 0/1) -> 8x8 counts 0..16, as tx.live.digit_grid
+    var grid = [];
+    for (var r = 0; r < 8; r++) {
+      var row = [];
+      for (var c = 0; c < 8; c++) {
+        var n = 0;
+        for (var i = 0; i < 4; i++) for (var j = 0; j < 4; j++) n += bitmap[4 * r + i][4 * c + j] ? 1 : 0;
+        row.push(n);
+      }
+      grid.push(row);
+    }
+    return grid;
+  }
+
+  function mulberry32(seed) { // a small seeded generator of numbers in [0, 1): the same seed, the same sentence
+    var a = seed >>> 0;
+    return function () {
+      a = (a + 0x6d2b79f5) >>> 0;
+      var t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  function argmax(z) { // the first maximum, as torch
+    var best = 0;
+    for (var v = 1; v < z.length; v++) if (z[v] > z[best]) best = v;
+    return best;
+  }
+
+  function sample(z, temperature, topK, rand) { // z: logits (-Infinity where never chosen)
+    var order = z.map(function (_, i) { return i; }).sort(function (a, b) { return z[b] - z[a]; });
+    var kept = topK ? order.slice(0, topK) : order, top = z[order[0]];
+    var p = kept.map(function (i) { return Math.exp((z[i] - top) / temperature); });
+    var total = p.reduce(function (a, b) { return a + b; }, 0), u = rand() * total;
+    for (var k = 0; k < kept.length; k++) { u -= p[k]; if (u < 0) return kept[k]; }
+    return kept[0];
+  }
+
+  var api = { tokenize: tokenize, detokenize: detokenize, WordVocab: WordVocab, BpeVocab: BpeVocab,
+              digitGrid: digitGrid, mulberry32: mulberry32, sample: sample };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
   if (typeof document === "undefined") return;
 
@@ -111,6 +156,25 @@
           });
         });
       models[name].catch(function () { delete models[name]; }); // a later try starts again
+    }
+    return models[name];
+  }
+
+  function loadOne(name) { // a model exported by a chapter: model.onnx, manifest.json and maybe vocab.json
+    if (!models[name]) {
+      var base = new URL("tx-live/" + name + "/", STATIC);
+      models[name] = Promise.all([loadRuntime(), fetchOk(new URL("manifest.json", base), "json")])
+        .then(function (got) {
+          var ort = got[0], manifest = got[1];
+          var options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
+          return Promise.all([
+            manifest.vocab_kind === "word" ? fetchOk(new URL("vocab.json", base), "json") : null,
+            fetchOk(new URL(manifest.files.model, base)).then(function (b) { return ort.InferenceSession.create(b, options); }),
+          ]).then(function (parts) {
+            return { ort: ort, manifest: manifest, vocab: parts[0] && new WordVocab(parts[0].itos), session: parts[1] };
+          });
+        });
+      models[name].catch(function () { delete models[name]; });
     }
     return models[name];
   }
@@ -282,7 +346,219 @@
     form.elements.head.addEventListener("change", redraw);
   }
 
-  function start() { document.querySelectorAll('[data-live-model="translate"]').forEach(setUp); }
+  function unavailable(block) { // why this page cannot run a model, or ""
+    var form = block.querySelector(".tx-live-form");
+    form.hidden = false;
+    block.querySelector(".tx-live-static").hidden = true;
+    var why = location.protocol === "file:" ?
+      "This page was opened from a file, and a browser does not let such a page run the " +
+      "model. Serve the site instead: run `make serve` in the book's folder (or " +
+      "`python -m http.server -d _build/html`) and open this page at http://localhost:8000/." :
+      typeof WebAssembly === "undefined" ?
+      "This browser does not run WebAssembly (or has it switched off), which the model needs here." : "";
+    if (why) {
+      block.querySelector(".tx-live-status").textContent = why;
+      block.setAttribute("data-live-state", "unavailable");
+      form.querySelectorAll("input, button, select").forEach(function (c) { c.disabled = true; });
+    }
+    return why;
+  }
+
+  // ---------------------------------------------------------------- the language model's block
+  async function continuePrompt(model, text, choice, seed, maxNew) {
+    var m = model.manifest, V = m.config.vocab_size, maxLen = m.config.max_len;
+    var ys = [m.bos_id].concat(model.vocab.encode(text, m.unk_id)); // as tx: <bos> words, no <eos>
+    if (ys.length > maxLen) throw new Error("the prompt is " + ys.length + " tokens long; this model reads at most " + maxLen + ".");
+    var temperature = choice[0] === "t" ? Number(choice.slice(1)) : 1, topK = choice[0] === "k" ? Number(choice.slice(1)) : 0;
+    var rand = mulberry32(seed), prompt = ys.length;
+    for (var step = 0; step < maxNew; step++) {
+      var out = await model.session.run({ tokens: ids(model.ort, ys) });
+      var row = (ys.length - 1) * V, z = Array.from(out.logits.data.subarray(row, row + V));
+      z[m.pad_id] = -Infinity; // padding is layout, never a word to write (as tx.generate)
+      var next = choice === "greedy" ? argmax(z) : sample(z, temperature, topK, rand);
+      ys.push(next);
+      if (next === m.eos_id || ys.length >= maxLen) break; // <eos>, or the context is full
+    }
+    return { ids: ys, prompt: prompt, text: model.vocab.decode(ys, m) };
+  }
+
+  function setUpGenerate(block) {
+    if (unavailable(block)) return;
+    var form = block.querySelector(".tx-live-form"), status = block.querySelector(".tx-live-status");
+    var output = block.querySelector("[data-live-output]");
+    var maxNew = Number(block.getAttribute("data-max-new-tokens"));
+    var seedless = function () { form.elements.seed.disabled = form.elements.sampling.value === "greedy"; };
+    form.elements.sampling.addEventListener("change", seedless); // greedy draws nothing: no seed to choose
+    seedless();
+    form.addEventListener("submit", async function (event) {
+      event.preventDefault();
+      var text = form.elements.text.value, choice = form.elements.sampling.value;
+      var seed = Math.max(0, Math.floor(Number(form.elements.seed.value) || 0));
+      block.setAttribute("data-live-state", "busy");
+      status.textContent = "Loading the model and the ONNX runtime (a few MB, once)…";
+      try {
+        var model = await loadOne(block.getAttribute("data-model"));
+        status.textContent = "Writing…";
+        var start = performance.now();
+        var result = await continuePrompt(model, text, choice, seed, maxNew);
+        var ms = performance.now() - start;
+        output.textContent = result.text;
+        output.parentNode.hidden = false;
+        var unknown = result.ids.filter(function (i) { return i === model.manifest.unk_id; }).length;
+        status.textContent = "Written in your browser in " + ms.toFixed(0) + " ms, " +
+          (choice === "greedy" ? "greedily." : "sampled with seed " + seed + ".") +
+          (unknown ? " " + unknown + " word" + (unknown > 1 ? "s" : "") + " unknown to the model (<unk>)." : "");
+        block.txLive = { ids: result.ids, prompt: result.prompt, choice: choice, seed: seed, ms: ms };
+        block.setAttribute("data-live-state", "done");
+      } catch (err) {
+        status.textContent = "The model failed: " + err.message;
+        block.setAttribute("data-live-state", "error");
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------- the digit classifier's block
+  function canvasGrid(canvas) { // the ink's bounding box scaled to fill 32x32, centred, thresholded, counted; null if blank
+    var w = canvas.width, h = canvas.height, alpha = canvas.getContext("2d").getImageData(0, 0, w, h).data;
+    var x0 = w, y0 = h, x1 = -1, y1 = -1;
+    for (var y = 0; y < h; y++) for (var x = 0; x < w; x++) {
+      if (alpha[4 * (y * w + x) + 3] > 0) { x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y); }
+    }
+    if (x1 < 0) return null;
+    var bw = x1 - x0 + 1, bh = y1 - y0 + 1, side = Math.max(bw, bh);
+    var small = document.createElement("canvas");
+    small.width = small.height = 32;
+    var ctx = small.getContext("2d"), dw = 32 * bw / side, dh = 32 * bh / side;
+    ctx.imageSmoothingEnabled = true;
+    ctx.imageSmoothingQuality = "high";
+    ctx.drawImage(canvas, x0, y0, bw, bh, (32 - dw) / 2, (32 - dh) / 2, dw, dh);
+    var a = ctx.getImageData(0, 0, 32, 32).data, bitmap = [];
+    for (var r = 0; r < 32; r++) {
+      var row = [];
+      for (var c = 0; c < 32; c++) row.push(a[4 * (r * 32 + c) + 3] >= 128 ? 1 : 0);
+      bitmap.push(row);
+    }
+    return digitGrid(bitmap);
+  }
+
+  function paintGrid(canvas, grid) { // an 8x8 grid of 0..16 as grey squares on the canvas
+    var ctx = canvas.getContext("2d"), s = canvas.width / 8;
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    grid.forEach(function (row, r) {
+      row.forEach(function (v, c) {
+        if (v) { ctx.fillStyle = "rgba(0,0,0," + (v / 16) + ")"; ctx.fillRect(c * s, r * s, s, s); }
+      });
+    });
+  }
+
+  function drawDigitAttention(box, grid, weights, patch, caption) { // the 8x8 input, and the patches shaded by weight
+    var px = 22, n = 8 / patch, size = 8 * px, top = Math.max.apply(null, weights) || 1;
+    var svg = el("svg", { width: size + 60, height: size, viewBox: "0 0 " + (size + 60) + " " + size, role: "img",
+                          "aria-label": caption, "data-live-attention": JSON.stringify(weights) });
+    svg.appendChild(el("title", {}, caption));
+    grid.forEach(function (row, r) {
+      row.forEach(function (v, c) {
+        var g = Math.round(255 - 255 * v / 16);
+        svg.appendChild(el("rect", { x: c * px, y: r * px, width: px, height: px, fill: "rgb(" + g + "," + g + "," + g + ")" }));
+      });
+    });
+    weights.forEach(function (w, i) {
+      var r = el("rect", { x: (i % n) * patch * px, y: Math.floor(i / n) * patch * px, width: patch * px, height: patch * px,
+                           fill: "rgb(230,97,1)", "fill-opacity": (0.75 * w / top).toFixed(3), stroke: "#888", "stroke-width": 0.5 });
+      r.appendChild(el("title", {}, "patch " + (i + 1) + ": " + w.toFixed(3)));
+      svg.appendChild(r);
+    });
+    svg.appendChild(el("text", { x: size + 6, y: 14, "font-size": 12, "class": "tx-live-label" }, "max"));
+    svg.appendChild(el("text", { x: size + 6, y: 28, "font-size": 12, "class": "tx-live-label" }, top.toFixed(2)));
+    box.replaceChildren(svg);
+  }
+
+  function setUpClassify(block) {
+    if (unavailable(block)) return;
+    var form = block.querySelector(".tx-live-form"), status = block.querySelector(".tx-live-status");
+    var output = block.querySelector("[data-live-output]"), box = block.querySelector(".tx-live-map");
+    var canvas = block.querySelector("canvas"), ctx = canvas.getContext("2d");
+    var reference = JSON.parse(block.getAttribute("data-live-reference"));
+    var patch = Number(block.getAttribute("data-patch"));
+    var given = null, last = null, drawing = false; // given: an 8x8 grid set by an example (null: read the canvas)
+
+    function setGrid(grid) { given = grid; paintGrid(canvas, grid); }
+    block.txLiveSetGrid = setGrid; // for tests, and the example buttons
+    canvas.addEventListener("pointerdown", function (e) {
+      drawing = true; given = null;
+      canvas.setPointerCapture(e.pointerId);
+      var r = canvas.getBoundingClientRect(), k = canvas.width / r.width;
+      ctx.lineWidth = 16; ctx.lineCap = ctx.lineJoin = "round"; ctx.strokeStyle = "#000";
+      ctx.beginPath();
+      ctx.moveTo((e.clientX - r.left) * k, (e.clientY - r.top) * k);
+      ctx.lineTo((e.clientX - r.left) * k + 0.1, (e.clientY - r.top) * k);
+      ctx.stroke();
+    });
+    canvas.addEventListener("pointermove", function (e) {
+      if (!drawing) return;
+      var r = canvas.getBoundingClientRect(), k = canvas.width / r.width;
+      ctx.lineTo((e.clientX - r.left) * k, (e.clientY - r.top) * k);
+      ctx.stroke();
+    });
+    ["pointerup", "pointercancel"].forEach(function (t) { canvas.addEventListener(t, function () { drawing = false; }); });
+    form.querySelectorAll('button[name="example"]').forEach(function (b) {
+      b.addEventListener("click", function () { setGrid(reference[Number(b.value)].grid); });
+    });
+    form.elements.clear.addEventListener("click", function () {
+      given = null; ctx.clearRect(0, 0, canvas.width, canvas.height);
+      box.replaceChildren(); output.parentNode.hidden = true; status.textContent = "";
+    });
+
+    function redraw() {
+      if (!last) return;
+      var layer = Number(form.elements.layer.value), head = form.elements.head.value;
+      var d = last.cls.dims, H = d[2], N = d[3], data = last.cls.data, weights = [];
+      for (var i = 0; i < N; i++) {
+        var sum = 0, heads = head === "mean" ? H : 1;
+        for (var h = 0; h < heads; h++) sum += data[(layer * H + (head === "mean" ? h : Number(head))) * N + i];
+        weights.push(sum / heads);
+      }
+      var which = head === "mean" ? "mean of the heads" : "head " + (Number(head) + 1);
+      drawDigitAttention(box, last.grid, weights, patch, "The digit as the model reads it (8x8), and [CLS]'s attention " +
+        "over its patches, layer " + (layer + 1) + ", " + which + ": the darker the orange, the more weight.");
+      block.txLive = { grid: last.grid, class: last.cls_id, logits: last.logits, layer: layer, head: head,
+                       attention: weights, ms: last.ms };
+    }
+
+    form.addEventListener("submit", async function (event) {
+      event.preventDefault();
+      var grid = given || canvasGrid(canvas);
+      if (!grid) { status.textContent = "Draw a digit first, or load an example."; return; }
+      block.setAttribute("data-live-state", "busy");
+      status.textContent = "Loading the model and the ONNX runtime (a few MB, once)…";
+      try {
+        var model = await loadOne(block.getAttribute("data-model"));
+        var start = performance.now();
+        var pixels = Float32Array.from([].concat.apply([], grid), function (v) { return v / 16; });
+        var out = await model.session.run({ images: new model.ort.Tensor("float32", pixels, [1, 1, 8, 8]) });
+        var ms = performance.now() - start, logits = Array.from(out.logits.data), k = argmax(logits);
+        var top = logits[k], total = logits.reduce(function (a, z) { return a + Math.exp(z - top); }, 0);
+        last = { grid: grid, cls_id: k, logits: logits, cls: out.cls_attn, ms: ms };
+        output.textContent = String(k);
+        output.parentNode.hidden = false;
+        status.textContent = "Classified in your browser in " + ms.toFixed(0) + " ms; the model gives it probability " +
+          (1 / total).toFixed(2) + ".";
+        redraw();
+        block.setAttribute("data-live-state", "done");
+      } catch (err) {
+        status.textContent = "The model failed: " + err.message;
+        block.setAttribute("data-live-state", "error");
+      }
+    });
+    form.elements.layer.addEventListener("change", redraw);
+    form.elements.head.addEventListener("change", redraw);
+  }
+
+  function start() {
+    document.querySelectorAll('[data-live-model="translate"]').forEach(setUp);
+    document.querySelectorAll('[data-live-model="generate"]').forEach(setUpGenerate);
+    document.querySelectorAll('[data-live-model="classify"]').forEach(setUpClassify);
+  }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

@@ -193,3 +193,168 @@ def test_a_page_opened_from_a_file_says_how_to_serve_the_site(browser):
         assert block.locator('input[name="text"]').is_disabled()
     finally:
         context.close()
+
+
+# ---------------------------------------------------------------- models trained in a chapter (13 and 14)
+import html as html_lib  # noqa: E402
+import json  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+
+LM_PAGE, VIT_PAGE = "chapters/13_language_model", "chapters/14_vision_transformer"
+FREE_PROMPTS = ["She", "we do not like", "the old cat is", "i am a student and", "Zoé is"]
+
+
+def _block_attr(docname: str, kind: str, attr: str) -> str:
+    text = (HTML / f"{docname}.html").read_text(encoding="utf-8")
+    found = re.search(rf'<div class="tx-live" [^>]*data-live-model="{kind}"[^>]*>', text)
+    assert found, f"{docname} has no {kind} block"
+    return html_lib.unescape(re.search(rf'{attr}="([^"]*)"', found.group(0)).group(1))
+
+
+def _session(docname: str, kind: str):
+    folder = HTML / "_static" / "tx-live" / _block_attr(docname, kind, "data-model")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+    return session, json.loads((folder / "manifest.json").read_text())
+
+
+def _wait(page, block) -> None:
+    page.wait_for_function("b => ['done', 'error'].includes(b.getAttribute('data-live-state'))",
+                           arg=block.element_handle(), timeout=60_000)
+
+
+def _continue(page, text: str, choice: str = "greedy", seed: int = 0) -> dict:
+    block = page.locator('[data-live-model="generate"]').first
+    block.evaluate("b => b.removeAttribute('data-live-state')")
+    block.locator('select[name="sampling"]').select_option(choice)
+    seed_box = block.locator('input[name="seed"]')
+    assert seed_box.is_disabled() == (choice == "greedy")  # greedy draws nothing
+    if choice != "greedy":
+        seed_box.fill(str(seed))
+    block.locator('input[name="text"]').focus()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    _wait(page, block)
+    return block.evaluate("""b => ({state: b.getAttribute('data-live-state'), live: b.txLive,
+        status: b.querySelector('.tx-live-status').textContent, output: b.querySelector('[data-live-output]').textContent})""")
+
+
+def test_chapter_13_s_model_continues_typed_prompts_as_tx_does(visits_live):
+    live = visits_live(LM_PAGE)
+    page = live.page
+    early = [u for u in live.requests if any(p in urlsplit(u).path for p in LIVE_PATHS)]
+    assert not early, f"fetched before the block was used: {early}"
+    html_text = (HTML / f"{LM_PAGE}.html").read_text(encoding="utf-8")
+    static = re.search(r'data-live-model="generate".*?<ul>(.*?)</ul>', html_text, re.S).group(1)
+    examples = [(html_lib.unescape(p), html_lib.unescape(c)) for p, c in re.findall(r"<li><i>(.*?)</i> → (.*?)</li>", static)]
+    assert len(examples) >= 3
+    for prompt, expected in examples:  # tx's greedy continuations, written by the build's kernel
+        got = _continue(page, prompt)
+        assert got["state"] == "done", got["status"]
+        assert got["output"] == expected, f"{prompt!r}: the page wrote {got['output']!r}, tx {expected!r}"
+    session, m = _session(LM_PAGE, "generate")
+    itos = json.loads((HTML / "_static" / "tx-live" / m["name"] / "vocab.json").read_text())["itos"]
+    vocab = tx.data.Vocab(itos)
+    steps = int(_block_attr(LM_PAGE, "generate", "data-max-new-tokens"))
+    for prompt in FREE_PROMPTS:  # the same graph in Python (tests/test_export.py: equal to tx)
+        ys = vocab.encode(prompt, add_eos=False)
+        for _ in range(steps):
+            z = session.run(None, {"tokens": np.array([ys], dtype=np.int64)})[0][0, -1]
+            z[m["pad_id"]] = -np.inf
+            ys.append(int(z.argmax()))
+            if ys[-1] == m["eos_id"] or len(ys) >= m["config"]["max_len"]:
+                break
+        got = _continue(page, prompt)
+        assert got["live"]["ids"] == ys and got["output"] == vocab.decode(ys), prompt
+    assert "unknown to the model" in _continue(page, "Zoé is")["status"]
+    a, b, c = (_continue(page, "she is", "t1.5", s)["live"]["ids"] for s in (3, 3, 4))
+    assert a == b, "one seed must give one sentence"
+    assert all(0 <= i < len(itos) and i != m["pad_id"] for i in a + c)
+    assert not live.problems(), "\n".join(live.problems())
+
+
+def _classify(page, example: int | None = None) -> dict:
+    """Load example ``example`` from the keyboard (or keep the drawing) and press Classify from the keyboard."""
+    block = page.locator('[data-live-model="classify"]').first
+    block.evaluate("b => b.removeAttribute('data-live-state')")
+    if example is not None:
+        block.locator(f'button[name="example"][value="{example}"]').focus()
+        page.keyboard.press("Enter")
+    block.locator('button[type="submit"]').focus()
+    page.keyboard.press("Enter")
+    _wait(page, block)
+    return block.evaluate("""b => ({state: b.getAttribute('data-live-state'), live: b.txLive,
+        status: b.querySelector('.tx-live-status').textContent, output: b.querySelector('[data-live-output]').textContent,
+        drawn: JSON.parse(b.querySelector('svg').getAttribute('data-live-attention'))})""")
+
+
+def test_chapter_14_s_model_classifies_example_and_drawn_digits_as_tx_does(visits_live):
+    live = visits_live(VIT_PAGE)
+    page = live.page
+    early = [u for u in live.requests if any(p in urlsplit(u).path for p in LIVE_PATHS)]
+    assert not early, f"fetched before the block was used: {early}"
+    reference = json.loads(_block_attr(VIT_PAGE, "classify", "data-live-reference"))
+    for i, ref in enumerate(reference):  # tx's class and [CLS] attention, computed by the build's kernel
+        got = _classify(page, i)
+        assert got["state"] == "done", got["status"]
+        assert got["live"]["grid"] == ref["grid"] and got["output"] == str(ref["class"])
+        expected = torch.tensor(ref["cls_attention"][-1], dtype=torch.float64).mean(0)  # last layer, mean of heads
+        assert got["drawn"] == got["live"]["attention"]
+        torch.testing.assert_close(torch.tensor(got["drawn"], dtype=torch.float64), expected, atol=1e-4, rtol=0)
+    block = page.locator('[data-live-model="classify"]').first
+    block.locator('select[name="head"]').focus()
+    page.keyboard.press("ArrowDown")  # head 1
+    shown = block.evaluate("b => b.txLive")
+    torch.testing.assert_close(torch.tensor(shown["attention"], dtype=torch.float64),
+                               torch.tensor(reference[-1]["cls_attention"][-1][0], dtype=torch.float64), atol=1e-4, rtol=0)
+
+    session, _ = _session(VIT_PAGE, "classify")
+    for stroke in ([(96, 30), (96, 170)], [(60, 40), (130, 40), (80, 170)]):  # a 1, a 7, drawn with the mouse
+        block.locator('button[name="clear"]').click()
+        box = block.locator("canvas").bounding_box()
+        page.mouse.move(box["x"] + stroke[0][0], box["y"] + stroke[0][1])
+        page.mouse.down()
+        for x, y in stroke[1:]:
+            page.mouse.move(box["x"] + x, box["y"] + y, steps=12)
+        page.mouse.up()
+        got = _classify(page)
+        grid = torch.tensor(got["live"]["grid"])
+        assert got["state"] == "done" and grid.shape == (8, 8) and 0 < grid.sum() and grid.max() <= 16, got["status"]
+        logits, cls = session.run(None, {"images": (grid.float() / 16)[None, None].numpy()})
+        assert got["output"] == str(int(logits.argmax()))
+        print(f"a stroke through {stroke} reads as {got['output']}; its 8x8 grid: {got['live']['grid']}")
+        torch.testing.assert_close(torch.tensor(got["live"]["attention"], dtype=torch.float64),
+                                   torch.from_numpy(cls[-1, 0, 0]).double(), atol=1e-4, rtol=0)  # head 1, last layer
+    assert not live.problems(), "\n".join(live.problems())
+
+
+@pytest.mark.parametrize("docname", [LM_PAGE, VIT_PAGE])
+def test_the_trained_models_downloads_fit_the_budget_and_stay_on_the_site(visits_live, docname):
+    live = visits_live(docname)
+    if not any(u.endswith("/model.onnx") for u in live.requests):  # this test run alone: use the block once
+        _continue(live.page, "she is") if docname == LM_PAGE else _classify(live.page, 0)
+    fetched = sorted({urlsplit(u).path for u in live.requests if any(p in urlsplit(u).path for p in LIVE_PATHS)})
+    assert any(p.endswith(".wasm") for p in fetched) and any(p.endswith("model.onnx") for p in fetched), fetched
+    raw = {p: (HTML / p.lstrip("/")).read_bytes() for p in fetched}
+    packed = sum(len(gzip.compress(b, 9)) for b in raw.values())
+    print(f"{docname}: live download {len(raw)} files, {sum(map(len, raw.values())) / 1e6:.1f} MB, gzip {packed / 1e6:.2f} MB")
+    assert packed <= LIVE_BUDGET, f"the block downloads {packed / 1e6:.2f} MB gzip-compressed, over {LIVE_BUDGET / 1e6:.0f} MB"
+    assert not live.external and not live.problems(), live.external + live.problems()
+
+
+@pytest.mark.parametrize("docname, kind", [(LM_PAGE, "generate"), (VIT_PAGE, "classify")])
+def test_the_trained_models_pages_opened_from_a_file_say_how_to_serve_the_site(browser, docname, kind):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto((HTML / f"{docname}.html").as_uri(), wait_until="load")
+        block = page.locator(f'[data-live-model="{kind}"]').first
+        page.wait_for_function("b => b.getAttribute('data-live-state') === 'unavailable'", arg=block.element_handle())
+        assert "make serve" in block.locator(".tx-live-status").inner_text()
+        assert block.locator('button[type="submit"]').is_disabled()
+    finally:
+        context.close()
