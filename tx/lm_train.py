@@ -30,7 +30,7 @@ from .language_model import LanguageModel
 from .train import cpu_threads, loss_fn, make_optimizer, warmup_schedule
 
 __all__ = ["SEP", "joint_vocab", "sentence_ids", "pair_ids", "batch", "perplexity",
-           "fit_lm", "translate", "main"]
+           "fit_lm", "step_times", "translate", "main"]
 
 SEP = "<sep>"  # between the French prompt and the English answer
 
