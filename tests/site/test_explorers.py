@@ -105,7 +105,9 @@ def test_every_control_of_every_explorer_changes_the_figure(pages, docname):
                 before = _shown(page, root)
                 locator = page.locator(f"#{control['id']}")
                 if control["tag"] == "select":
-                    locator.select_option(value)
+                    # by position: Playwright matches a string against labels too, and a label
+                    # ("1") may be another option's value
+                    locator.select_option(index=control["values"].index(value))
                 else:
                     locator.fill(value)
                 after = _shown(page, root)
@@ -119,7 +121,7 @@ def test_every_control_of_every_explorer_changes_the_figure(pages, docname):
             for other in controls:
                 locator = page.locator(f"#{other['id']}")
                 if other["tag"] == "select":
-                    locator.select_option(start[other["id"]])
+                    locator.select_option(index=other["values"].index(start[other["id"]]))
                 else:
                     locator.fill(start[other["id"]])
         assert _shown(page, root)["src"] == first["src"]
