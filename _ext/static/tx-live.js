@@ -288,20 +288,7 @@
     var output = block.querySelector("[data-live-output]");
     var box = block.querySelector(".tx-live-map");
     var last = null;
-    form.hidden = false;
-    block.querySelector(".tx-live-static").hidden = true;
-    var why = location.protocol === "file:" ?
-      "This page was opened from a file, and a browser does not let such a page run the " +
-      "model. Serve the site instead: run `make serve` in the book's folder (or " +
-      "`python -m http.server -d _build/html`) and open this page at http://localhost:8000/." :
-      typeof WebAssembly === "undefined" ?
-      "This browser does not run WebAssembly (or has it switched off), which the model needs here." : "";
-    if (why) {
-      status.textContent = why;
-      block.setAttribute("data-live-state", "unavailable");
-      form.querySelectorAll("input, button, select").forEach(function (c) { c.disabled = true; });
-      return;
-    }
+    if (unavailable(block)) return;
 
     function redraw() {
       if (!last) return;
