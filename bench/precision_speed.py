@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import torch
 from torch import nn
@@ -21,6 +20,8 @@ from torch import nn
 import tx
 from tx import data, scale
 from tx.train import batch_loss, make_optimizer
+
+from train_speed import interleaved_rates  # bench/ is on the path when a script here runs
 
 CONFIGS = {
     "book": dict(vocab=300, d_model=128, n_heads=4, n_layers=2, d_ff=256, batch=64, src_len=9, tgt_len=10),
@@ -64,16 +65,7 @@ def main():
     precisions = ["fp32", "bf16"] + (["fp16"] if dev.type == "cuda" else [])
     steps = {p: step_fn(p, c, batch, dev) for p in precisions}
     tokens = batch.n_tokens * args.steps
-    for s in steps.values():  # warm-up
-        for _ in range(3):
-            s()
-    rates = {p: [] for p in steps}
-    for _ in range(args.rounds):
-        for p, s in steps.items():
-            t0 = time.perf_counter()
-            for _ in range(args.steps):
-                s()
-            rates[p].append(tokens / (time.perf_counter() - t0))
+    rates = interleaved_rates(steps, tokens, args.rounds, args.steps)
     print(f"config {args.config}: {c} device={dev} threads={torch.get_num_threads()}")
     for p, r in rates.items():
         print(f"{p:5s} {statistics.median(r):10.0f} target tokens/s (median of {args.rounds})")

@@ -66,6 +66,22 @@ def step_fn(model, src, tgt):
     return step
 
 
+def interleaved_rates(steps: dict, tokens: int, rounds: int, per_round: int) -> dict[str, list[float]]:
+    """Tokens a second of each step function, round by round: every round times each in turn,
+    ``per_round`` steps of ``tokens`` / ``per_round`` target tokens, after three warm-up steps each."""
+    for s in steps.values():  # warm-up
+        for _ in range(3):
+            s()
+    rates = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, s in steps.items():
+            t0 = time.perf_counter()
+            for _ in range(per_round):
+                s()
+            rates[name].append(tokens / (time.perf_counter() - t0))
+    return rates
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", choices=CONFIGS, default="book")
@@ -79,16 +95,7 @@ def main():
     models = make_models(c)
     steps = {name: step_fn(m.train(), src, tgt) for name, m in models.items()}
     tokens = c["batch"] * c["tgt_len"] * args.steps
-    for s in steps.values():  # warm-up
-        for _ in range(3):
-            s()
-    rates = {name: [] for name in steps}
-    for _ in range(args.rounds):
-        for name, s in steps.items():
-            t0 = time.perf_counter()
-            for _ in range(args.steps):
-                s()
-            rates[name].append(tokens / (time.perf_counter() - t0))
+    rates = interleaved_rates(steps, tokens, args.rounds, args.steps)
     print(f"config {args.config}: {c} threads={torch.get_num_threads()}")
     for name, r in rates.items():
         print(f"{name:6s} {statistics.median(r):10.0f} target tokens/s (median of {args.rounds})")
