@@ -376,8 +376,7 @@ class Explorer:
 
         def show(state: dict[str, Any]) -> None:
             png, printed = self._draw(state)
-            image.value = png
-            image.tooltip = self.describe(state)
+            image.value = png  # (no tooltip: ipywidgets 8.1's ImageView fails to render with one)
             if image.layout.display == "none":  # shown again after a state that failed
                 image.layout.display = None
             text.value = f'<pre class="tx-explorer-text">{html.escape(printed)}</pre>' if printed else ""
