@@ -27,10 +27,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = ROOT / "chapters"
-SCREENSHOTS = ROOT / "_build" / "screenshots-lab"
-sys.path.insert(0, str(ROOT / "tests" / "site"))
+TESTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(TESTS), str(TESTS / "site")]
+from notebook_tools import CHAPTERS, ROOT  # noqa: E402
 from sitekit import CHROMIUM_ARGS, chromium_path  # noqa: E402
 
 # JupyterLab's own settings for this server (user_settings_dir): every cell in the page, so the
