@@ -29,7 +29,7 @@ LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit notebooks lab clean vendor chromium site-test live-models serve
+.PHONY: book test unit notebooks lab clean vendor chromium site-test lab-test live-models serve
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,12 +45,13 @@ book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
 	cp _build/learner-edition.zip _build/html/
 
 ## test: unit tests, notebooks (nbval), learner edition, the strict book build, then the
-## site's browser tests against that build
+## site's browser tests against that build and the learner edition in JupyterLab
 test: $(STAMP) unit notebooks book
 	$(MAKE) site-test
+	$(MAKE) lab-test
 
 unit: $(STAMP)
-	$(PARALLEL) $(BIN)/pytest tests -n $(WORKERS) -q --ignore=tests/site
+	$(PARALLEL) $(BIN)/pytest tests -n $(WORKERS) -q --ignore=tests/site --ignore=tests/lab
 
 notebooks: $(STAMP)
 	$(PARALLEL) $(BIN)/pytest --nbval-lax chapters -n $(WORKERS) --dist loadscope -q
@@ -97,6 +98,11 @@ chromium:
 ## site-test: browser tests of the built site (_build/html) in headless Chromium
 site-test: $(STAMP) chromium
 	$(BIN)/pytest tests/site -q
+
+## lab-test: every chapter of the learner edition in real JupyterLab (headless Chromium):
+## Run All, then every control of every explorer (tests/lab)
+lab-test: $(STAMP) chromium
+	$(PARALLEL) $(BIN)/pytest tests/lab -n $(WORKERS) -q
 
 ## lab: JupyterLab on the learner edition in workbook/, in the same environment as the tests.
 ## The committed chapters are never opened, so JupyterLab's autosave cannot write into them;

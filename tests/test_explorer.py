@@ -166,27 +166,96 @@ def test_frames_are_compact():
         assert width <= 3 * 80 + 10, f"a 3-inch figure at 80 dpi, got {width} px"
 
 
-def test_bundle_has_the_page_form_and_in_a_kernel_the_widget(monkeypatch):
-    monkeypatch.setenv(STATIC_ENV, "1")
-    data = small()._repr_mimebundle_()
-    assert set(data) == {"text/plain", "text/html"}, "the book build gets no widget view"
-    assert data["text/html"].count('class="tx-explorer-frame"') == 9
+def test_the_book_build_gets_every_frame_and_a_kernel_only_the_widget(monkeypatch):
+    calls = []
+
+    def draw(word, n):
+        calls.append((word, n))
+        return line(word, n)
+
+    def explorer():
+        return explore(draw, word=Choice(["le chat", "la pomme", "merci"], value="la pomme"),
+                       n=Grid([2, 5, 9], value=5))
+
+    monkeypatch.setenv(STATIC_ENV, "1")  # as _ext/book_site.py sets it for the build's kernels
+    page = explorer()._repr_mimebundle_()
+    assert set(page) == {"text/plain", "text/html"}, "the book build gets no widget view"
+    assert page["text/html"].count('class="tx-explorer-frame"') == 9 and len(calls) == 9
+    first_frame = parse(page["text/html"]).frames[0]["src"].split(",", 1)[1]
+
     monkeypatch.delenv(STATIC_ENV)
-    data = small()._repr_mimebundle_()
-    view = data["application/vnd.jupyter.widget-view+json"]
+    calls.clear()
+    notebook = explorer()._repr_mimebundle_()
+    assert set(notebook) == {"text/plain", "application/vnd.jupyter.widget-view+json", "image/png"}
+    assert calls == [("la pomme", 5)], "a kernel draws the state it shows, not every frame"
+    view = notebook["application/vnd.jupyter.widget-view+json"]
     assert re.fullmatch(r"[0-9a-f]{32}", view["model_id"])
+    # the fallback for viewers without widgets is the first state, the page's first frame
+    assert notebook["image/png"] == first_frame
+    assert len(notebook["text/plain"]) < 200
 
 
 def test_the_live_widget_has_one_control_per_value_kind():
     ex = explore(line, word=Choice(["a", "b"]), n=Grid([2, 4, 8], free=(2, 8, 1)))
     box = ex.widget()
     word, n = box.children[0].children
-    assert type(word).__name__ == "Dropdown" and word.options == (("a", "a"), ("b", "b"))
+    assert type(word).__name__ == "Dropdown" and word.options == (("a", 0), ("b", 1)) and word.label == "a"
     assert type(n).__name__ == "IntSlider" and (n.min, n.max, n.value) == (2, 8, 2)
     tau = Grid([0.1, 1.0, 10.0], value=1.0, free=(0.1, 10.0, 0.05), log=True).widget("tau")
     assert type(tau).__name__ == "FloatLogSlider" and tau.value == pytest.approx(1.0)
-    fixed = Grid([4, 16, 64], value=16).widget("d")
-    assert type(fixed).__name__ == "SelectionSlider" and fixed.value == 16
+    fixed = Grid([4, 16, 64], value=16)
+    slider = fixed.widget("d")
+    assert type(slider).__name__ == "SelectionSlider" and slider.label == "16"
+    assert fixed.value_of(slider.value) == 16
+
+
+def test_a_menu_shows_an_option_whose_value_is_none():
+    # ipywidgets reads a Dropdown value of None as "no selection" (an empty menu): chapter
+    # 14's "all heads" is such an option. The menu holds positions, draw gets the values.
+    calls = []
+
+    def draw(head):
+        calls.append(head)
+        return plt.figure(figsize=(1, 1))
+
+    head = Choice([("all heads", None), ("head 1", 0), ("head 2", 1)])
+    box = explore(draw, head=head).widget()
+    menu = box.children[0].children[0]
+    assert menu.label == "all heads" and menu.index == 0
+    menu.index = 2
+    assert calls == [None, 1]
+
+
+def test_the_live_figure_is_the_states_finished_png_and_its_text():
+    ex = small()
+    box = ex.widget()
+    word, n = box.children[0].children
+    image, text = box.children[1:]
+    assert "tx-explorer-live" in box._dom_classes
+    first = ex.render(word="la pomme", n=5)
+    assert (image.format, image.value) == ("png", first.png), "the first state, drawn as the page draws it"
+    assert "la pomme with 5 points" in text.value
+    word.index, n.index = 2, 2
+    last = ex.render(word="merci", n=9)
+    assert image.value == last.png and image.value != first.png
+    assert "merci with 9 points" in text.value
+    assert not plt.get_fignums(), "the live view closes the figures it draws"
+
+
+def test_a_state_that_cannot_be_drawn_says_why_and_keeps_the_controls():
+    def draw(french):
+        if french == "zut":
+            raise KeyError("zut")
+        return plt.figure(figsize=(1, 1))
+
+    box = explore(draw, french=Choice(["le chat", "merci"], free=True)).widget()
+    typed, image, text = box.children[0].children[0], *box.children[1:]
+    typed.value = "zut"
+    assert image.layout.display == "none"
+    assert "could not draw french = &#x27;zut&#x27;: KeyError" in text.value
+    typed.value = "merci"
+    assert image.layout.display is None and text.value == "" and bytes(image.value).startswith(b"\x89PNG")
+    plt.close("all")
 
 
 def test_alt_names_a_choice_by_its_label_and_a_grid_by_its_number():
@@ -207,7 +276,7 @@ def test_the_live_widget_redraws_when_a_control_moves():
     box = explore(draw, n=Grid([1, 2, 3], free=(1, 9, 1)), word=Choice(["a", "b"])).widget()
     slider, menu = box.children[0].children
     slider.value = 7  # a value off the page's grid: the notebook's slider is free
-    menu.value = "b"
+    menu.label = "b"
     assert calls == [(1, "a"), (7, "a"), (7, "b")]
     assert not plt.get_fignums(), "the live view closes the figures it shows"
 

@@ -1,4 +1,6 @@
-"""The learner edition: no solutions, plain Markdown, Run All reaching the end, a learner's work kept."""
+"""The learner edition: no solutions, plain Markdown, a learner's work kept.
+
+Run All on every chapter, in real JupyterLab, is tests/lab/test_jupyterlab.py."""
 
 from __future__ import annotations
 
@@ -11,8 +13,6 @@ import zipfile
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError
 
 from notebook_tools import CHAPTERS, ROOT, load, role, source
 from tx.exercises.learner import (
@@ -233,45 +233,7 @@ def test_make_lab_opens_a_working_copy_and_runs_as_root():
     assert ("--allow-root" in lab[0]) == (os.geteuid() == 0)
 
 
-# ----------------------------------------------------------------- Run All, as a learner does
-
-
-
-def _run_all(learner_nb, tmp_path):
-    """Run All in a fresh kernel, as a learner does. allow_errors=False: any cell that fails
-    without the raises-exception tag stops the run. A kernel that sits idle without ever
-    answering a cell (seen now and then with ipykernel 7 under load, in any notebook) is given
-    one more try in a fresh kernel, so the test judges the notebook, not the transport."""
-    for attempt in (1, 2):
-        nb = nbformat.read(learner_nb, as_version=4)
-        try:
-            NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
-                           resources={"metadata": {"path": str(tmp_path)}}).execute()
-            return nb
-        except CellTimeoutError:
-            if attempt == 2:
-                raise
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_run_all_reaches_the_end_with_a_hint_at_every_check(path, tmp_path):
-    written, _ = write_learner_edition(tmp_path, CHAPTERS)
-    (learner_nb,) = [p for p in written if p.name == path.name]
-    nb = _run_all(learner_nb, tmp_path)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert all(c.execution_count is not None for c in code), "Run All stopped before the end"
-    checks = [c for c in code if "check" in c.metadata.get("tags", [])]
-    assert checks
-    for cell in checks:
-        errors = [o for o in cell.outputs if o.output_type == "error"]
-        assert len(errors) == 1, f"a check passed without its solution:\n{cell.source}"
-        error = errors[0]
-        assert error.ename == "CheckFailed", f"the check should fail with a hint, not {error.ename}: {error.evalue}"
-        assert "still raises NotImplementedError" in error.evalue
-        # The hint alone: one line, no frames from tx/exercises.
-        assert len(error.traceback) == 1 and error.evalue in error.traceback[0]
-        assert "File " not in error.traceback[0] and "exercises/" not in error.traceback[0]
-    others = [o for c in code if "check" not in c.metadata.get("tags", []) for o in c.outputs if o.output_type == "error"]
-    assert not others
+# ----------------------------------------------------------------- the command
 
 
 def test_the_command_says_what_is_wrong_with_its_folder(capsys):

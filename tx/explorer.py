@@ -1,24 +1,28 @@
 """Explorers: a figure with controls that works live in Jupyter and, precomputed, on the website.
 
-``explore(draw, french=Choice([...]), d_k=Grid([...]))`` returns an :class:`Explorer`. When a
-notebook shows it, it gives one display bundle with two forms of the same explorer:
+``explore(draw, french=Choice([...]), d_k=Grid([...]))`` returns an :class:`Explorer`. A notebook
+shows it in one of two forms, chosen by where it runs:
 
-* ``application/vnd.jupyter.widget-view+json``: live ipywidgets (a dropdown per
-  :class:`Choice`, a slider per :class:`Grid`) that call ``draw`` again at each change. A
-  ``Grid`` with ``free=(lo, hi, step)`` offers every value in that range in the notebook, and a
-  ``Choice`` with ``free=True`` a text box that takes any text.
-* ``text/html``: every state the page can show (each combination of the controls' values),
-  drawn once by the same ``draw`` and stored as a PNG, with native ``<select>`` and
-  ``<input type="range">`` controls. ``_ext/static/tx-explorer.js`` (shipped with the website)
-  shows the frame of the chosen state; text that ``draw`` printed belongs to its state and
-  switches with the figure.
+* In a Jupyter kernel (JupyterLab, VS Code, ...): live ipywidgets, a dropdown per
+  :class:`Choice` and a slider per :class:`Grid`, above an ``ipywidgets.Image`` that holds the
+  current state's figure as one finished PNG, drawn off screen, and an ``HTML`` widget with the
+  text ``draw`` printed. Each change of a control calls ``draw`` again and replaces the image's
+  bytes in one message, so the front end never shows a half-drawn figure (an ``Output`` widget
+  fed by ``display(fig)`` could keep an unfinished PNG in JupyterLab: issue 29). A ``Grid``
+  with ``free=(lo, hi, step)`` offers every value in that range, and a ``Choice`` with
+  ``free=True`` a text box that takes any text. Beside the widget view the output holds a
+  short ``text/plain`` and the first state's PNG, for viewers without widgets.
+* In the book's build (``TX_EXPLORER_STATIC=1``, set by ``_ext/book_site.py`` for the kernels
+  that execute the chapters): ``text/html`` with every state the page can show (each
+  combination of the controls' values) drawn once by the same ``draw`` and stored as a PNG,
+  with native ``<select>`` and ``<input type="range">`` controls.
+  ``_ext/static/tx-explorer.js`` (shipped with the website) shows the frame of the chosen
+  state; text that ``draw`` printed belongs to its state and switches with the figure. Only
+  the build draws every state: in a learner's kernel that would cost seconds to minutes per
+  explorer and swell the saved notebook with frames nobody sees.
 
-Jupyter prefers the widget view; the book's HTML build prefers ``text/html``
-(``nb_mime_priority_overrides`` in ``_config.yml``). The build also sets
-``TX_EXPLORER_STATIC=1`` (``_ext/book_site.py``), so its kernel creates no widgets at all and the
-pages carry no widget state. ``draw(**values)`` takes one keyword per control and returns a
-matplotlib Figure; an explorer with more than ``max_states`` states is an error, so a page stays
-light: narrow the grid.
+``draw(**values)`` takes one keyword per control and returns a matplotlib Figure; an explorer
+with more than ``max_states`` states is an error, so a page stays light: narrow the grid.
 
 Axis legend: none; an explorer works on whatever ``draw`` draws.
 """
@@ -85,6 +89,7 @@ class Choice:
             raise ExplorerError("Choice(free=True) takes text options only (no (label, value) pairs).")
 
     def widget(self, description: str):
+        """The live control; its ``value`` goes through :meth:`value_of` to give draw's value."""
         import ipywidgets as widgets
 
         style = {"description_width": "initial"}
@@ -93,8 +98,16 @@ class Choice:
                                     description=description, ensure_option=False,
                                     continuous_update=False, style=style,
                                     layout=widgets.Layout(width="min(100%, 28em)"))
-        return widgets.Dropdown(options=self.options, value=self.value, description=description,
+        # The menu's values are the options' positions, not the values themselves: a Dropdown
+        # reads the value None as "nothing selected" and shows an empty menu (chapter 14's
+        # "all heads"), and two options with equal values would be one.
+        return widgets.Dropdown(options=[(label, i) for i, (label, _) in enumerate(self.options)],
+                                value=_index(self, self.value, "Choice"), description=description,
                                 style=style)
+
+    def value_of(self, widget_value: Any) -> Any:
+        """draw's value for the live control's value: the typed text, or the option at that position."""
+        return widget_value if self.free else self.options[widget_value][1]
 
 
 @dataclass(init=False)
@@ -124,11 +137,13 @@ class Grid:
         _index(self, self.value, "Grid")
 
     def widget(self, description: str):
+        """The live control; its ``value`` goes through :meth:`value_of` to give draw's value."""
         import ipywidgets as widgets
 
         style = {"description_width": "initial"}
-        if self.free is None:
-            return widgets.SelectionSlider(options=self.options, value=self.value,
+        if self.free is None:  # positions, as Choice's menu: the labels show, draw gets the value
+            return widgets.SelectionSlider(options=[(label, i) for i, (label, _) in enumerate(self.options)],
+                                           value=_index(self, self.value, "Grid"),
                                            description=description, style=style)
         lo, hi, step = self.free
         if self.log:
@@ -142,6 +157,10 @@ class Grid:
         return widgets.FloatSlider(value=self.value, min=lo, max=hi, step=step,
                                    description=description, style=style)
 
+    def value_of(self, widget_value: Any) -> Any:
+        """draw's value for the live control's value: the slider's number, or the value at that position."""
+        return widget_value if self.free is not None else self.options[widget_value][1]
+
 
 def _index(control: Choice | Grid, value: Any, kind: str) -> int:
     for i, (_, v) in enumerate(control.options):
@@ -151,6 +170,14 @@ def _index(control: Choice | Grid, value: Any, kind: str) -> int:
         f"{kind} value {value!r} is not one of its options {[v for _, v in control.options]}: "
         "give a value from the list, or add it to the list."
     )
+
+
+def _label(control: Choice, value: Any) -> str:
+    """A Choice value's label; a typed value (free=True) that is no option stands for itself."""
+    for label, v in control.options:
+        if v == value:
+            return label
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -239,10 +266,8 @@ class Explorer:
         In the template a Choice stands for its option's label ("head 1", not 0) and a Grid
         for its number, so ``{tau:.2f}`` works.
         """
-        filled = {
-            name: c.options[_index(c, values[name], "Choice")][0] if isinstance(c, Choice) else values[name]
-            for name, c in self.controls.items()
-        }
+        filled = {name: _label(c, values[name]) if isinstance(c, Choice) else values[name]
+                  for name, c in self.controls.items()}
         if self.alt is not None:
             return self.alt.format(**filled)
         labels = self.labels()
@@ -250,10 +275,16 @@ class Explorer:
 
     def render(self, **values: Any) -> Frame:
         """Draw one state off screen: its PNG, the text draw printed, its alt text."""
+        key = self.key(**values)
+        png, text = self._draw(values)
+        return Frame(key=key, values=dict(values), png=png, text=text, alt=self.describe(values))
+
+    def _draw(self, values: dict[str, Any]) -> tuple[bytes, str]:
+        """``draw(**values)`` off screen, any values (a typed sentence, an off-grid number too):
+        the figure as PNG and the text draw printed."""
         import matplotlib.pyplot as plt
         from matplotlib.figure import Figure
 
-        key = self.key(**values)
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             fig = self.draw(**values)
@@ -268,8 +299,7 @@ class Explorer:
             png = _png(fig, self.dpi)
         finally:
             plt.close(fig)
-        return Frame(key=key, values=dict(values), png=png, text=printed.getvalue(),
-                     alt=self.describe(values))
+        return png, printed.getvalue()
 
     def frames(self) -> list[Frame]:
         """Every state, first state first, then in the order of the controls' options."""
@@ -326,31 +356,59 @@ class Explorer:
     # ------------------------------------------------------------------ the notebook's form
 
     def widget(self):
-        """Live ipywidgets: the controls above an Output that ``draw`` redraws at each change."""
+        """Live ipywidgets: the controls above the current state's figure and printed text.
+
+        The figure is an ``ipywidgets.Image`` whose bytes are the state's finished PNG, drawn
+        off screen as the page's frames are, and replaced whole at each change; the printed
+        text is an ``HTML`` widget, replaced whole too. If ``draw`` fails for a state (a typed
+        word the model does not know, say), the text says why and the figure is hidden until
+        a state draws again: the controls and the cell stay as they were.
+        """
         import ipywidgets as widgets
-        import matplotlib.pyplot as plt
-        from IPython.display import display
 
-        boxes = {name: c.widget(self.labels()[name]) for name, c in self.controls.items()}
+        labels = self.labels()
+        boxes = {name: c.widget(labels[name]) for name, c in self.controls.items()}
+        image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+        text = widgets.HTML()
 
-        def show(**values):
-            fig = self.draw(**values)
-            fig = getattr(fig, "figure", fig)
-            display(fig)
-            plt.close(fig)
+        def values() -> dict[str, Any]:
+            return {name: c.value_of(boxes[name].value) for name, c in self.controls.items()}
 
-        out = widgets.interactive_output(show, boxes)
-        return widgets.VBox([widgets.HBox(list(boxes.values())), out])
+        def show(state: dict[str, Any]) -> None:
+            png, printed = self._draw(state)
+            image.value = png  # (no tooltip: ipywidgets 8.1's ImageView fails to render with one)
+            if image.layout.display == "none":  # shown again after a state that failed
+                image.layout.display = None
+            text.value = f'<pre class="tx-explorer-text">{html.escape(printed)}</pre>' if printed else ""
+
+        def redraw(change=None) -> None:
+            state = values()
+            try:
+                show(state)
+            except Exception as error:  # shown beside the controls: a callback's error has no cell
+                image.layout.display = "none"
+                shown = ", ".join(f"{labels[n]} = {v!r}" for n, v in state.items())
+                text.value = (f'<pre class="tx-explorer-error">could not draw {html.escape(shown)}: '
+                              f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</pre>")
+
+        show(values())  # the first state: an error here is the cell's error, as for any figure
+        for box in boxes.values():
+            box.observe(redraw, names="value")
+        view = widgets.VBox([widgets.HBox(list(boxes.values())), image, text])
+        view.add_class("tx-explorer-live")
+        return view
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         labels = self.labels()
-        data = {
-            "text/plain": f"Explorer({self.slug}: {', '.join(labels.values())}; {self.n_states} states)",
-            "text/html": self.to_html(),
-        }
-        if os.environ.get(STATIC_ENV) != "1":
-            view = "application/vnd.jupyter.widget-view+json"
-            data[view] = self.widget()._repr_mimebundle_()[view]
+        data = {"text/plain": f"Explorer({self.slug}: {', '.join(labels.values())}; {self.n_states} states)"}
+        if os.environ.get(STATIC_ENV) == "1":  # the book's build: every state, for the page
+            data["text/html"] = self.to_html()
+            return data
+        view = self.widget()
+        key = "application/vnd.jupyter.widget-view+json"
+        data[key] = view._repr_mimebundle_()[key]
+        # For viewers without widgets (a saved notebook on GitHub, nbviewer): the first state.
+        data["image/png"] = base64.b64encode(view.children[1].value).decode("ascii")
         return data
 
 

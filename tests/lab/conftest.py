@@ -1,0 +1,160 @@
+"""Fixtures for the tests in real JupyterLab: the learner edition, a JupyterLab server on it,
+and Debian's Chromium driven by Playwright (as tests/site uses it).
+
+Each pytest process (each xdist worker) writes its own learner edition into a temporary
+folder (``python -m tx.exercises learner``), starts one ``jupyter lab`` on it with a random
+token, on 127.0.0.1 and a free port, with its own settings, workspaces and runtime folders,
+and one headless Chromium. The server's kernels import ``tx`` from this checkout and never
+get ``TX_EXPLORER_STATIC`` (that is the book build's switch), so the explorers are what a
+learner's kernel gives.
+
+Run with ``make lab-test`` (``make test`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(TESTS), str(TESTS / "site")]
+from notebook_tools import CHAPTERS, ROOT  # noqa: E402
+from sitekit import CHROMIUM_ARGS, chromium_path  # noqa: E402
+
+# JupyterLab's own settings for this server (user_settings_dir): every cell in the page, so the
+# tests see each cell's output (the default windowing leaves far-off cells out of the DOM), and
+# no news or update toast over the notebook.
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False,
+    },
+}
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab: its base URL, token and the folder it serves."""
+
+    url: str
+    token: str
+    root: Path
+    pid: int
+
+    def api(self, path: str, method: str = "GET"):
+        request = urllib.request.Request(f"{self.url}api/{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def kernel_cpu_seconds(self, notebook: str) -> float:
+        """CPU time (user + system, its children's too) of ``notebook``'s kernel so far, for the log."""
+        import psutil
+
+        ids = [s["kernel"]["id"] for s in self.api("sessions") if s["path"] == notebook and s.get("kernel")]
+        total = 0.0
+        for process in psutil.Process(self.pid).children(recursive=True):
+            try:
+                if any(i in " ".join(process.cmdline()) for i in ids):
+                    t = process.cpu_times()
+                    total += t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                pass
+        return total
+
+    def shut_down_kernels(self, notebook: str) -> None:
+        """End the kernel of ``notebook``'s session: the next chapter gets the CPU to itself."""
+        for session in self.api("sessions"):
+            if session["path"] == notebook:
+                self.api(f"sessions/{session['id']}", method="DELETE")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def edition(tmp_path_factory) -> Path:
+    """The learner edition, written by the same code as `make lab` and the website's zip."""
+    from tx.exercises.learner import write_learner_edition
+
+    out = tmp_path_factory.mktemp("workbook")
+    write_learner_edition(out, CHAPTERS)
+    return out
+
+
+@pytest.fixture(scope="session")
+def lab(edition, tmp_path_factory) -> Lab:
+    """`jupyter lab` on the learner edition, as `make lab` starts it, without a browser of its own."""
+    home = tmp_path_factory.mktemp("jupyter")
+    for name, value in SETTINGS.items():
+        path = home / "settings" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    env = {k: v for k, v in os.environ.items() if k != "TX_EXPLORER_STATIC"}
+    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+               JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    token = secrets.token_hex(16)
+    log = (home / "server.log").open("w")
+    for _ in range(5):  # another process may take the port between choosing and binding
+        port = _free_port()
+        command = [
+            sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={edition}",
+            f"--LabServerApp.user_settings_dir={home / 'settings'}",
+            f"--LabServerApp.workspaces_dir={home / 'workspaces'}",
+        ] + (["--allow-root"] if os.geteuid() == 0 else [])
+        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}/"
+        started = Lab(url=url, token=token, root=edition, pid=server.pid)
+        deadline = time.monotonic() + 120
+        ready = False
+        while not ready and time.monotonic() < deadline and server.poll() is None:
+            try:
+                started.api("status")
+                ready = True
+            except (OSError, urllib.error.URLError):
+                time.sleep(0.5)
+        if ready:
+            break
+        server.kill()
+        server.wait()
+    else:
+        pytest.fail(f"jupyter lab did not start; its log: {home / 'server.log'}")
+    try:
+        yield started
+    finally:
+        server.terminate()  # shuts its kernels down too
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS,
+                                             headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
