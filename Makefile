@@ -44,15 +44,24 @@ book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
 	$(JB)
 	cp _build/learner-edition.zip _build/html/
 
-## test: unit tests, notebooks (nbval), learner edition, the strict book build, then the
-## site's browser tests against that build and the learner edition in JupyterLab
-test: $(STAMP) unit notebooks book
-	$(MAKE) site-test
-	$(MAKE) lab-test
+## test: every test, each chapter run as few times as the checks need. The strict book build
+## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval
+## makes, so `make test` leaves nbval out; it builds the book beside the pytest run (-j2: the
+## build runs one notebook at a time, pytest's workers use its idle core; threads that wait
+## sleep, OMP_WAIT_POLICY), then runs the site's browser tests against that build and the
+## learner edition in real JupyterLab. Timings: bench/README.md, "Test time".
+test: $(STAMP) $(VENDOR_STAMP)
+	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget unit book
+	$(MAKE) --no-print-directory site-test
+	$(MAKE) --no-print-directory lab-test
 
+## unit: tx's tests, two workers: --dist worksteal hands a worker that runs out of tests the
+## pending ones of the other, so neither core idles behind a long test.
 unit: $(STAMP)
-	$(PARALLEL) $(BIN)/pytest tests -n $(WORKERS) -q --ignore=tests/site --ignore=tests/lab
+	$(PARALLEL) $(BIN)/pytest tests -n $(WORKERS) --dist worksteal -q --ignore=tests/site --ignore=tests/lab
 
+## notebooks: every chapter top to bottom under nbval, without the book build (loadscope: a
+## notebook's cells share one kernel, so one worker runs them all)
 notebooks: $(STAMP)
 	$(PARALLEL) $(BIN)/pytest --nbval-lax chapters -n $(WORKERS) --dist loadscope -q
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import scipy.stats
 import torch
 from torch.testing import assert_close
 
@@ -79,20 +80,32 @@ def test_bf16_autocast_runs_the_matmuls_in_bf16_and_the_loss_in_fp32(corpus):
 
 
 def test_bf16_training_reaches_the_fp32_validation_loss(corpus):
-    # 150 steps of the book's model; bf16 keeps 8 bits of mantissa (relative rounding 2^-9 = 0.2%)
-    # in the matrix multiplies, while the weights, Adam and the loss stay fp32. The two runs then
-    # differ by noise of the size seed-to-seed differences have: 5% of the loss is allowed.
+    # 150 steps of the book's model; bf16 keeps 8 significant bits (relative rounding 2^-9) in
+    # the matrix multiplies, while the weights, Adam and the loss stay fp32. How those products
+    # round depends on the CPU (native bf16 instructions, AVX-512, or emulation on AVX2 alone),
+    # so a bf16 run is a different trajectory from the fp32 run of the same seed, as a run of
+    # another seed is. The tolerance is measured here, not tuned on one machine: four fp32 runs
+    # that differ only in the seed (the weights, the dropout, the batches) show how far the
+    # validation loss moves by chance, and the bf16 run must land where a fifth fp32 seed could:
+    # inside the 99% prediction interval for one more run, mean +- t(0.995, 3) * s * sqrt(1 + 1/4)
+    # (t = 5.84: four runs say little about their own spread, so the interval is wide, about
+    # +-0.5 here, yet a bf16 run that stopped learning, at the untrained 5.3, falls far outside).
     cfg = TrainConfig(steps=150, batch_size=32, eval_every=150, warmup=50)
-    losses = {}
-    for precision in ("fp32", "bf16"):
-        torch.manual_seed(0)
+
+    def valid_loss(precision, seed):
+        torch.manual_seed(seed)
         model = tx.Transformer.from_config(small_config(corpus))
         h = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab,
                 TrainConfig(**{**vars(cfg), "precision": precision}), progress=False)
         assert all(p.dtype == torch.float32 for p in model.parameters())  # checkpoints stay fp32
-        losses[precision] = h["valid_loss"][-1]
-    assert losses["fp32"] < 4.0, losses  # it learned something (the untrained loss is about 5.3)
-    assert losses["bf16"] == pytest.approx(losses["fp32"], rel=0.05), losses
+        return h["valid_loss"][-1]
+
+    fp32 = torch.tensor([valid_loss("fp32", seed) for seed in range(4)], dtype=torch.float64)
+    bf16 = valid_loss("bf16", 0)
+    assert fp32.max() < 4.0, fp32  # every fp32 run learned something (the untrained loss is about 5.3)
+    n = len(fp32)
+    half_width = scipy.stats.t.ppf(0.995, n - 1) * fp32.std() * (1 + 1 / n) ** 0.5
+    assert abs(bf16 - fp32.mean()) <= half_width, (bf16, fp32.tolist(), float(half_width))
 
 
 def test_ddp_gradient_is_the_gradient_of_the_whole_batch(corpus):

@@ -76,15 +76,10 @@ def test_fit_without_pairs_is_a_clear_error(corpus):
         fit(small_model(corpus), [], [], corpus.src_vocab, corpus.tgt_vocab, progress=False)
 
 
-def test_book_model_translates_held_out_sentences(corpus):
-    # The book's recipe (python -m tx.train's defaults): about a minute on two CPU cores.
-    model = small_model(corpus)
-    history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, TrainConfig(), progress=False)
-    assert history["valid_loss"][-1] < history["valid_loss"][0]
-    scores = tx.evaluate.evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
-    test_sources = {s for s, _ in corpus.test}
-    assert not test_sources & {s for s, _ in corpus.train}
-    assert scores["exact_match"] >= 0.90, scores
+# The book's recipe (python -m tx.train's defaults, about a CPU-minute) reaching 90% exact match
+# on held-out sentences is checked by chapter 10, which trains exactly that model (corpus seed 0,
+# torch.manual_seed(0), TrainConfig()) and asserts it after training; `make test` runs the
+# chapter in the strict book build, so the unit tests do not train the same model a second time.
 
 
 def test_command_line_writes_a_loadable_checkpoint_and_keeps_existing_files(tmp_path, capsys):
