@@ -48,7 +48,7 @@ TORCH_PIN := torch==2.13.0+cpu
 $(STAMP): requirements.lock requirements.txt requirements-learner.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 ifeq ($(LOCKED),1)
-	if $(BIN)/python -m pip install --dry-run --no-index --no-deps --quiet "$(TORCH_PIN)" >/dev/null 2>&1; \
+	if $(BIN)/python -m pip install --dry-run --ignore-installed --no-index --no-deps --quiet "$(TORCH_PIN)" >/dev/null 2>&1; \
 	then torch_index=; else torch_index="--extra-index-url $(TORCH_INDEX)"; fi; \
 	$(BIN)/python -m pip install --require-hashes -r requirements.lock $$torch_index
 	$(BIN)/python -m pip install --no-deps -e .
