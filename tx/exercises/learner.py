@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "is_solution_cell", "strip_solutions", "to_markdown", "learner_notebook", "write_learner_edition", "main",
-    "MANIFEST", "README", "Written",
+    "MANIFEST", "README", "Written", "readme",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,8 +115,9 @@ run the check under it.
 
 CLONE = """
 With a clone of the book's repository, {repository}, `make lab` there does all of
-this for you: it installs the same locked set into the clone's `.venv`, writes the learner
-edition into `workbook/` and opens JupyterLab on it.
+this for you: it installs the book's locked environment (these packages, and the tools
+that build and test the book) into the clone's `.venv`, writes the learner edition into
+`workbook/` and opens JupyterLab on it.
 """
 """The README's paragraph on the book's repository, only where ``repository.url`` names one."""
 
