@@ -1,5 +1,5 @@
 # The book's two commands: `make book` builds the website, `make test` runs every test.
-# Both create .venv and install requirements.txt first (only Python 3.11 and make needed).
+# Both create .venv and install the locked requirements first (only Python 3.11 and make needed).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -29,18 +29,78 @@ LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit notebooks lab clean vendor chromium site-test lab-test live-models serve
+.PHONY: book test unit notebooks lab clean vendor chromium site-test lab-test live-models serve lock
 
-$(STAMP): requirements.txt pyproject.toml
+# The environment is locked: requirements.lock holds every package's exact version and
+# SHA-256 (generated from requirements.txt by `make lock`), for Linux x86-64 and Python 3.11,
+# the machines CI runs on. There pip installs the lock with --require-hashes, and tx from this
+# folder without dependencies (the lock has them all). Anywhere else (macOS, Windows, another
+# Python) the lock cannot apply, and .venv gets requirements.txt, unlocked.
+LOCKED := $(shell $(PYTHON) -c 'import sys, platform; print(int(sys.platform == "linux" and platform.machine() == "x86_64" and sys.version_info[:2] == (3, 11)))' 2>/dev/null)
+# The lock names PyTorch's CPU build, torch==2.13.0+cpu, which PyPI does not have (its Linux
+# torch brings several GB of CUDA libraries). pip gets it from PyTorch's CPU wheel index,
+# unless it already finds it through its own configuration (a folder of wheels in its
+# find-links, as on the project's machines, which reach only the package registries): then
+# no index is added, and pip asks no host but those it is configured for.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PIN := torch==2.13.0+cpu
+
+$(STAMP): requirements.lock requirements.txt requirements-learner.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+ifeq ($(LOCKED),1)
+	if $(BIN)/python -m pip install --dry-run --ignore-installed --no-index --no-deps --quiet "$(TORCH_PIN)" >/dev/null 2>&1; \
+	then torch_index=; else torch_index="--extra-index-url $(TORCH_INDEX)"; fi; \
+	$(BIN)/python -m pip install --require-hashes -r requirements.lock $$torch_index
+	$(BIN)/python -m pip install --no-deps -e .
+else
+	@echo "requirements.lock is for Linux x86-64 and Python 3.11: installing requirements.txt, unlocked"
+	$(BIN)/python -m pip install -r requirements.txt
+endif
 	touch $@
+
+## lock: regenerate requirements.lock (from requirements.txt) and requirements-learner.lock
+## (from requirements-learner.txt, held to the same versions). Versions already in a lock are
+## kept; `make lock LOCK_ARGS=--upgrade` moves every package to its newest release,
+## `LOCK_ARGS="--upgrade-package numpy"` one. Where pip has PyTorch's CPU wheel in a folder
+## (the project's machines: /opt/wheels), pass it: `make lock TORCH_WHEELS=/opt/wheels`.
+# uv, not pip-tools: `uv pip compile --python-version --python-platform` locks for the CI's
+# Linux x86-64 and Python 3.11 from any machine (pip-compile can only lock for the Python and
+# system that runs it), and it records every file's hash. It runs from a throwaway venv, so the
+# tool never enters .venv, and is pinned, so the same inputs give the same lock.
+UV_VERSION := 0.13.8
+LOCK_TOOLS := _build/lock-tools
+TORCH_WHEELS ?= $(TORCH_INDEX)/torch/
+# pip download takes a wheel's platform tag only as named (no older manylinux for a newer one).
+LOCK_PLATFORMS := manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 \
+	manylinux_2_12_x86_64 manylinux2010_x86_64 manylinux_2_5_x86_64 manylinux1_x86_64
+LOCK_FLAGS = --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	--find-links $(TORCH_WHEELS) --custom-compile-command "make lock" $(LOCK_ARGS)
+lock:
+	rm -rf $(LOCK_TOOLS)
+	$(PYTHON) -m venv $(LOCK_TOOLS)
+	$(LOCK_TOOLS)/bin/python -m pip install --quiet uv==$(UV_VERSION)
+	# tx itself is installed from this folder, not from the lock
+	$(LOCK_TOOLS)/bin/uv pip compile requirements.txt $(LOCK_FLAGS) --no-emit-package tx -o requirements.lock
+	$(LOCK_TOOLS)/bin/uv pip compile requirements-learner.txt $(LOCK_FLAGS) -c requirements.lock -o requirements-learner.lock
+	# The learner's download, measured: its files for Linux x86-64 and Python 3.11, summed into
+	# the lock for the learner's install.py to announce.
+	$(LOCK_TOOLS)/bin/python -m pip download --quiet --no-deps --require-hashes --only-binary :all: \
+	   $(foreach p,$(LOCK_PLATFORMS),--platform $(p)) --python-version 3.11 --implementation cp \
+	   --find-links $(TORCH_WHEELS) -r requirements-learner.lock -d $(LOCK_TOOLS)/wheels
+	$(LOCK_TOOLS)/bin/python learner/download_size.py requirements-learner.lock $(LOCK_TOOLS)/wheels
+	rm -rf $(LOCK_TOOLS)
+
+WHEEL_DIR := _build/wheel
 
 ## book: build the website into _build/html (executes every notebook)
 book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
-	rm -rf _build/html _build/jupyter_execute
-	$(BIN)/python -m tx.exercises learner _build/learner --zip _build/learner-edition.zip
+	rm -rf _build/html _build/jupyter_execute $(WHEEL_DIR)
+	# The learner zip carries tx as a wheel (checkpoints included), built offline by the venv's
+	# setuptools from a copy of the package, so no build/ or egg-info lands in the book's folder.
+	mkdir -p $(WHEEL_DIR)/src
+	cp -R pyproject.toml README.md tx $(WHEEL_DIR)/src/
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation --no-index $(WHEEL_DIR)/src -w $(WHEEL_DIR)
+	$(BIN)/python -m tx.exercises learner _build/learner --zip _build/learner-edition.zip --wheel $(WHEEL_DIR)/tx-*.whl
 	$(JB)
 	cp _build/learner-edition.zip _build/html/
 

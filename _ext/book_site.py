@@ -22,6 +22,9 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
   ``static/tx-live.js``, which fetches those only when a reader uses a live block. Models
   trained in a chapter are exported there by the chapter itself, as the build runs it
   (``TX_LIVE_DIR``, read by ``tx.live``).
+* Links to the repository only where ``repository.url`` names one: then the header gets a
+  button to it; without one, the repository, issue, edit and launch buttons are all left
+  out, so no page shows an empty link (``repository_links``).
 * Gives the site a favicon (``extra/favicon.ico``, also served as ``/favicon.ico``).
 * Gives every page ``<meta name="description">`` and Open Graph tags (``og:title``,
   ``og:description``, ``og:type``, ``og:site_name``, and ``og:url`` when ``html.baseurl``
@@ -100,6 +103,36 @@ def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
             seen.add(key)
             unique.append(js)
     scripts[:] = unique
+
+
+REPOSITORY_BUTTONS = ("use_repository_button", "use_issues_button", "use_edit_page_button", "use_source_button")
+
+
+def repository_links(options: dict) -> dict:
+    """The theme's options with links to the repository only where ``repository.url`` names one.
+
+    With a repository, the header gets a button to it (and Binder's launch button, if
+    ``launch_buttons.binderhub_url`` is set, is built from it); without one, every button
+    that would link to the repository or launch it from there is left out, so no page shows
+    an empty link or a made-up address.
+    """
+    options = dict(options)
+    url = (options.get("repository_url") or "").strip()
+    options["repository_url"] = url
+    if url:
+        options["use_repository_button"] = True
+        return options
+    for key in REPOSITORY_BUTTONS:
+        options[key] = False
+    launch = dict(options.get("launch_buttons") or {})
+    for key in ("binderhub_url", "jupyterhub_url", "colab_url"):
+        launch.pop(key, None)
+    options["launch_buttons"] = launch
+    return options
+
+
+def apply_repository_links(app: Sphinx, config) -> None:
+    config.html_theme_options = repository_links(config.html_theme_options)
 
 
 WIDGET_VIEW_TAG = '<script type="application/vnd.jupyter.widget-view+json">'
@@ -282,6 +315,7 @@ def setup(app: Sphinx) -> dict:
     # by default the first paragraph of the book's root page.
     app.add_config_value("book_site_description", "", "html", [str])
     app.connect("config-inited", add_static_paths)
+    app.connect("config-inited", apply_repository_links)
     app.connect("html-page-context", add_meta_tags)
     app.connect("html-page-context", add_base_href)
     app.connect("html-page-context", dedupe_scripts, priority=900)  # after the others

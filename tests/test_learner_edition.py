@@ -152,7 +152,7 @@ def test_every_cited_key_has_an_author_and_a_year():
 
 def test_the_edition_comes_with_a_readme_and_a_set_up_cell(edition, tmp_path):
     readme = edition["README.md"].decode()
-    assert "make lab" in readme and "pip install" in readme and "git clone" in readme
+    assert "python3.11 -m venv .venv" in readme and "install.py" in readme and "jupyter lab" in readme
     for path in NOTEBOOKS:
         cells = notebook(edition, path.name)["cells"]
         first_code = next(c for c in cells if c["cell_type"] == "code")
@@ -161,14 +161,15 @@ def test_the_edition_comes_with_a_readme_and_a_set_up_cell(edition, tmp_path):
     write_learner_edition(tmp_path / "out", CHAPTERS, zip_path)
     with zipfile.ZipFile(zip_path) as archive:
         names = {n.rsplit("/", 1)[-1] for n in archive.namelist()}
-    assert names == {"README.md"} | {p.name for p in NOTEBOOKS}
+    assert names == {"README.md", "install.py", "requirements-learner.lock", "requirements-learner.txt"} | {
+        p.name for p in NOTEBOOKS}
 
 
 def test_the_set_up_cell_says_what_to_install_when_tx_is_missing():
     saved = sys.modules["tx"]
     sys.modules["tx"] = None  # `import tx` now fails as it does where tx is not installed
     try:
-        with pytest.raises(ModuleNotFoundError, match="make lab.*requirements.txt") as info:
+        with pytest.raises(ModuleNotFoundError, match="install.py.*make lab") as info:
             exec(SETUP_CELL, {})
     finally:
         sys.modules["tx"] = saved

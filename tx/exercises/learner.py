@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "is_solution_cell", "strip_solutions", "to_markdown", "learner_notebook", "write_learner_edition", "main",
-    "MANIFEST", "README", "Written",
+    "MANIFEST", "README", "Written", "readme",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,15 +48,15 @@ EXPECTED_FAILURES = (
 
 SETUP_CELL = '''\
 # This notebook needs tx, the book's Python package. If this cell fails, see README.md
-# next to this notebook: it sets everything up in two commands.
+# next to this notebook: it sets everything up in two commands (install.py).
 try:
     import tx
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
-        "this notebook needs the book's package `tx` and its requirements. From a clone of the "
-        "book's repository run `make lab`, or run `pip install -r requirements.txt` there, then "
-        "choose that environment's Python as this notebook's kernel. README.md, next to this "
-        "notebook, says more."
+        "this notebook needs the book's package `tx` and its requirements. In this notebook's "
+        "folder run `python3.11 -m venv .venv` and `.venv/bin/python install.py` (from a clone of "
+        "the book's repository: `make lab`), then choose that environment's Python as this "
+        "notebook's kernel. README.md, next to this notebook, says more."
     ) from None
 print(f"tx is installed: {tx.__file__}")'''
 
@@ -67,31 +67,44 @@ Every chapter of the book as a Jupyter notebook, with the solutions of the exerc
 taken out. Each exercise has a cell for your function and, under it, a check cell that
 tests your answer and gives a hint until it is right.
 
-## Set-up in two commands
+## Set-up
 
-The notebooks import `tx`, the book's small Transformer package, which the checks
-compare your answers with. You need Python 3.11, `git` and `make`:
+You need Python 3.11 and a connection to the package registries. Everything else the
+notebooks need is in this folder or named by it: the wheel `tx-*.whl`, the book's package
+`tx` (which the checks compare your answers with) with the trained models the chapters load;
+`requirements-learner.lock`, the exact versions of the packages the book was tested with;
+and `install.py`, which installs them.
+
+In a terminal, in this folder (the one that holds this README), make a virtual
+environment and run `install.py` with its Python:
 
 ```bash
-git clone {repository} tx-book && cd tx-book
-make lab
+python3.11 -m venv .venv
+.venv/bin/python install.py
 ```
 
-`make lab` creates `.venv` with everything the book needs (`tx` included), copies this
-learner edition into `workbook/` and opens JupyterLab there. Run it again whenever you
-like: it never overwrites a notebook you have worked in.
+Before it starts, `install.py` says how much it will download and how long that takes
+({download}), then shows pip's progress. On Linux x86-64 with Python 3.11 it
+installs the exact versions of `requirements-learner.lock`, each checked against its
+SHA-256, and PyTorch's CPU build from PyTorch's CPU wheel index (the PyTorch that PyPI has
+for Linux brings several GB of libraries for NVIDIA GPUs, which the book does not use).
+Elsewhere (macOS, Windows, another Python), where the lock does not apply, it installs
+`requirements-learner.txt`, the same packages without exact versions. On Windows the two
+commands are `py -3.11 -m venv .venv` and `.venv\\Scripts\\python install.py`. If your pip
+already has PyTorch's CPU build at hand (a folder of wheels or a mirror in its
+configuration), set `TX_TORCH_INDEX=none` and `install.py` adds no index to pip's own.
 
-To use the notebooks of this folder in an environment of your own instead, install `tx`
-and Jupyter into it, then open them:
+Then start JupyterLab on the notebooks:
 
 ```bash
-python3 -m venv .venv && .venv/bin/pip install "tx @ git+{repository}" jupyterlab ipywidgets
 .venv/bin/jupyter lab
 ```
 
-If the first code cell of a notebook says `tx` is missing, the notebook runs on a
-Python where it is not installed: choose the kernel of the environment above.
-
+(On Windows `.venv\\Scripts\\jupyter lab`; as root, add `--allow-root`.) JupyterLab
+opens in your browser on this folder. If the first code cell of a notebook says `tx` is
+missing, the notebook runs on a Python where it is not installed: choose the kernel
+"Python 3 (ipykernel)" of this folder's `.venv`.
+{clone}
 ## Working through a chapter
 
 Run the notebook from the top (Run > Run All Cells). Until you solve an exercise, its
@@ -99,6 +112,18 @@ check fails with a short hint: that is expected, and the other cells still run. 
 your function in the cell that ends in `raise NotImplementedError`, run that cell, then
 run the check under it.
 """
+
+CLONE = """
+With a clone of the book's repository, {repository}, `make lab` there does all of
+this for you: it installs the book's locked environment (these packages, and the tools
+that build and test the book) into the clone's `.venv`, writes the learner edition into
+`workbook/` and opens JupyterLab on it.
+"""
+"""The README's paragraph on the book's repository, only where ``repository.url`` names one."""
+
+LEARNER_INSTALL = ("learner/install.py", "requirements-learner.lock", "requirements-learner.txt")
+"""What the zip carries besides the notebooks (and the tx wheel): paths from the book's root."""
+
 
 _DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
 _OPTION = re.compile(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
@@ -331,10 +356,32 @@ def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites:
 
 
 def _repository(root: Path) -> str:
+    """``repository.url`` of the book's ``_config.yml``, or "" where it is empty or missing.
+
+    The value may follow a YAML anchor (``url: &repository_url "https://..."``) and be quoted.
+    """
     config = root / "_config.yml"
     text = config.read_text(encoding="utf-8") if config.exists() else ""
-    match = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", text, re.M)
-    return match.group(1) if match else "https://github.com/your-org/tx-book"
+    block = re.search(r"^repository:[ \t]*\n((?:[ \t]+.*\n?|[ \t]*\n)*)", text, re.M)
+    url = re.search(r"^[ \t]+url:[ \t]*(?:&\S+[ \t]*)?(\"[^\"]*\"|'[^']*'|[^\s#]*)", block.group(1), re.M) if block else None
+    return url.group(1).strip("\"'").strip() if url else ""
+
+
+def download_size(lock: Path) -> str:
+    """How much the learner's install downloads, from the line ``make lock`` writes into the lock."""
+    text = lock.read_text(encoding="utf-8") if lock.is_file() else ""
+    match = re.search(r"^# tx-download-bytes: total=(\d+) torch=(\d+)", text, re.M)
+    if match is None:
+        return "a few hundred MB"
+    total, torch = (int(n) / 1e6 for n in match.groups())
+    return f"on Linux about {total:,.0f} MB, {torch:,.0f} MB of it PyTorch"
+
+
+def readme(root: Path) -> str:
+    """The learner edition's README.md for the book in ``root``: the clone paragraph only with a repository."""
+    repository = _repository(root)
+    clone = CLONE.format(repository=repository) if repository else ""
+    return README.format(download=download_size(root / "requirements-learner.lock"), clone=clone)
 
 
 def _digest(data: bytes) -> str:
@@ -349,7 +396,7 @@ def learner_files(chapters: str | Path = CHAPTERS) -> dict[str, bytes]:
         raise FileNotFoundError(f"no notebooks in {chapters}: pass --chapters with the book's chapters folder.")
     root = chapters.parent
     equations, cites = equation_numbers(chapters), citations(root / "references.bib")
-    files = {"README.md": README.format(repository=_repository(root)).encode("utf-8")}
+    files = {"README.md": readme(root).encode("utf-8")}
     for path in sources:
         chapter = int(path.name[:2]) if path.name[:2].isdigit() else None
         notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites, chapter)
@@ -365,8 +412,11 @@ class Written(NamedTuple):
 
 
 def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, zip_path: str | Path | None = None,
-                          force: bool = False) -> Written:
+                          force: bool = False, wheel: str | Path | None = None) -> Written:
     """Write the learner edition into ``out_dir`` (and optionally a zip); say which files it wrote and kept.
+
+    The zip also carries what its README's set-up installs: ``install.py``, the learner's
+    requirements and their lock, and ``wheel``, a wheel of tx (``make book`` builds one).
 
     A file already in ``out_dir`` is replaced only while it is exactly what an earlier run
     wrote (so a newer edition reaches a folder nobody worked in); one that has changed since,
@@ -380,6 +430,16 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
         raise ValueError(f"{out_dir} is a file, not a folder: choose a folder for the learner edition.")
     if zip_path is not None and Path(zip_path).is_dir():
         raise ValueError(f"--zip {zip_path} is a folder: give the zip file's name, e.g. {Path(zip_path) / 'learner-edition.zip'}.")
+    if wheel is not None and not (Path(wheel).is_file() and re.fullmatch(r"tx-[^-]+-.*\.whl", Path(wheel).name)):
+        raise ValueError(f"--wheel {wheel} is not a wheel of tx: build one with "
+                         "`python -m pip wheel --no-deps . -w DIR` and give DIR/tx-*.whl.")
+    if wheel is not None and zip_path is None:
+        raise ValueError(f"--wheel {wheel} without --zip: the wheel goes into the zip; give --zip FILE too.")
+    extras = {Path(name).name: chapters.parent / name for name in LEARNER_INSTALL}
+    if zip_path is not None:
+        missing = [str(path) for path in extras.values() if not path.is_file()]
+        if missing:
+            raise FileNotFoundError(f"the zip's set-up needs {', '.join(missing)}: run from the book's folder.")
     files = learner_files(chapters)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / MANIFEST
@@ -408,6 +468,11 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
         with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
             for name, data in files.items():  # the fresh edition, whatever the folder holds
                 zf.writestr(f"tx-book-learner-edition/{name}", data)
+            # What README.md's set-up installs. Wheels are zips already: stored, not compressed again.
+            for name, path in extras.items():
+                zf.write(path, f"tx-book-learner-edition/{name}")
+            if wheel is not None:
+                zf.write(wheel, f"tx-book-learner-edition/{Path(wheel).name}", compress_type=zipfile.ZIP_STORED)
     return Written(written, kept)
 
 
@@ -422,9 +487,11 @@ def main(argv: list[str] | None = None) -> None:
     learner.add_argument("--chapters", type=Path, default=CHAPTERS)
     learner.add_argument("--zip", type=Path, dest="zip_path", help="also write a zip of the edition here")
     learner.add_argument("--force", action="store_true", help="overwrite notebooks even if they were changed (your answers are lost)")
+    learner.add_argument("--wheel", type=Path, help="a wheel of tx for the zip (its README installs it)")
     args = parser.parse_args(argv)
     try:
-        written, kept = write_learner_edition(args.out_dir, args.chapters, args.zip_path, force=args.force)
+        written, kept = write_learner_edition(args.out_dir, args.chapters, args.zip_path, force=args.force,
+                                              wheel=args.wheel)
     except (ValueError, FileNotFoundError) as error:
         parser.exit(2, f"python -m tx.exercises learner: {error}\n")
     print(f"wrote {len(written)} files of the learner edition to {args.out_dir}"

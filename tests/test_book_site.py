@@ -1,0 +1,67 @@
+"""_ext/book_site.py's repository links, both ways: the built site has only one of them.
+
+The site as built (repository.url empty) is checked page by page in tests/site; the case of
+a set repository would need a second build, so the function that decides is tested here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def book_site():
+    spec = importlib.util.spec_from_file_location("book_site", ROOT / "_ext" / "book_site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _options(url: str) -> dict:
+    # What Jupyter Book makes of _config.yml's repository, html and launch_buttons sections.
+    return {"repository_url": url, "repository_branch": "main", "use_repository_button": False,
+            "use_issues_button": True, "use_edit_page_button": True,
+            "launch_buttons": {"binderhub_url": "https://mybinder.org", "notebook_interface": "jupyterlab",
+                               "thebe": False}}
+
+
+@pytest.mark.parametrize("url", ["", "   ", None])
+def test_no_repository_no_button_and_no_launch(book_site, url):
+    options = book_site.repository_links(_options(url))
+    assert not any(options[key] for key in book_site.REPOSITORY_BUTTONS)
+    assert "binderhub_url" not in options["launch_buttons"]
+    assert options["launch_buttons"]["notebook_interface"] == "jupyterlab"  # the rest is kept
+
+
+def test_a_repository_gets_its_button_and_binder(book_site):
+    url = "https://github.com/ann/tx-book"
+    options = book_site.repository_links(_options(url))
+    assert options["repository_url"] == url and options["use_repository_button"] is True
+    assert options["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
+
+
+def test_the_given_options_are_not_changed(book_site):
+    given = _options("")
+    book_site.repository_links(given)
+    assert given == _options("")
+
+
+def test_the_home_page_names_the_repository_only_when_set():
+    """intro.md's clone step, rendered as MyST renders its substitutions (Jinja2), both ways."""
+    import re
+
+    import jinja2
+
+    (step,) = [e for e in re.findall(r"\{\{.*?\}\}", (ROOT / "intro.md").read_text(encoding="utf-8"), re.S)
+               if "repository_url" in e]
+    render = jinja2.Environment().from_string(step).render
+    url = "https://github.com/ann/tx-book"
+    with_repo = render(repository_url=url, repository_branch="main")
+    assert f"git clone {url} && cd tx-book" in with_repo
+    without = render(repository_url="", repository_branch="main")
+    assert "git clone" not in without and "your-org" not in without and "http" not in without
