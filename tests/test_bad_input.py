@@ -305,6 +305,8 @@ CASES = [
     Case("mha-query-width", call(mha(), R(1, 2, 16), R(1, 6, 32), R(1, 6, 32)), ValueError, r"query must have d_model=32 features, got shape \(1, 2, 16\)"),
     Case("mha-query-2d", call(mha(), R(2, 32), R(2, 32), R(2, 32)), ValueError, r"query must have 3 dimensions"),
     Case("mha-int-input", call(mha(), *(torch.ones(1, 2, 32, dtype=torch.long),) * 3), TypeError, r"query must hold floating-point numbers"),
+    Case("mha-float64-inputs", call(mha(), *(R(1, 2, 32).double(),) * 3), TypeError, r"query holds torch.float64 numbers but the attention layer's weights are torch.float32"),
+    Case("mha-float64-memory", call(mha(), R(1, 2, 32), R(1, 6, 32).double(), R(1, 6, 32).double()), TypeError, r"key holds torch.float64 numbers but the attention layer's weights"),
     Case("mha-batch-mismatch", call(mha(), R(2, 3, 32), R(1, 6, 32), R(1, 6, 32)), ValueError, r"must share B"),
     Case("mha-mask-shape", call(mha(), R(1, 3, 32), R(1, 6, 32), R(1, 6, 32), torch.ones(3, 5, dtype=torch.bool)), ValueError, r"does not broadcast to the attention scores"),
     Case("mha-mask-int", call(mha(), R(1, 3, 32), R(1, 6, 32), R(1, 6, 32), torch.ones(3, 6, dtype=torch.long)), TypeError, r"mask must be a bool tensor .*got torch.int64"),

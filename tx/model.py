@@ -24,7 +24,7 @@ from .masks import padding_mask
 from .multi_head import MultiHeadAttention
 from .positional_encoding import Embedding
 
-__all__ = ["Transformer", "check_tokens"]
+__all__ = ["Transformer"]  # check_tokens, imported here from tx.checks, stays importable from tx.model
 
 
 def _check_cache(cache: DecoderCache | None, n_layers: int) -> None:
