@@ -11,6 +11,7 @@ corpus line, checkpoints without a checksum, file modes).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -189,6 +190,40 @@ def mha(d_model: int = 32, n_heads: int = 4) -> tx.MultiHeadAttention:
     return tx.MultiHeadAttention(d_model, n_heads).eval()
 
 
+def lm() -> tx.LanguageModel:
+    torch.manual_seed(0)
+    return tx.LanguageModel(tx.LanguageModelConfig(11, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=24)).eval()
+
+
+def with_nan(model: torch.nn.Module, name: str, value: float = math.nan) -> torch.nn.Module:
+    """``model`` with one NaN (or ``value``) in the tensor called ``name``, as a diverged training leaves it."""
+    with torch.no_grad():
+        model.get_parameter(name).view(-1)[0] = value
+    return model
+
+
+NAN_TENSOR = "encoder.layers.0.feed_forward.linear1.weight"
+
+
+def save_nan(tmp: Path) -> Path:
+    return checkpoint.save(tmp / "nan.safetensors", with_nan(tiny(), NAN_TENSOR), SRC_VOCAB, TGT_VOCAB)
+
+
+def save_nan_lm(tmp: Path) -> Path:
+    return checkpoint.save_language_model(tmp / "lm.safetensors", with_nan(lm(), "layers.layers.1.self_attn.w_v.weight"))
+
+
+def run_translate(*argv: str) -> None:
+    """``python -m tx.translate ARGV`` in-process; CommandFailed on exit != 0."""
+    _run(tx.translate.main, argv, contextlib.nullcontext())
+
+
+def decode_a_second_memory_of_another_dtype() -> None:
+    cache, memory = MODEL.new_cache(), MODEL.encode(SRC)
+    MODEL.decode(memory, SRC, torch.tensor([[BOS]]), cache)
+    MODEL.decode(memory.double(), SRC, torch.tensor([[4]]), cache)  # the same sentence, but float64
+
+
 Cfg = tx.TransformerConfig
 
 CASES = [
@@ -270,6 +305,8 @@ CASES = [
     Case("mha-query-width", call(mha(), R(1, 2, 16), R(1, 6, 32), R(1, 6, 32)), ValueError, r"query must have d_model=32 features, got shape \(1, 2, 16\)"),
     Case("mha-query-2d", call(mha(), R(2, 32), R(2, 32), R(2, 32)), ValueError, r"query must have 3 dimensions"),
     Case("mha-int-input", call(mha(), *(torch.ones(1, 2, 32, dtype=torch.long),) * 3), TypeError, r"query must hold floating-point numbers"),
+    Case("mha-float64-inputs", call(mha(), *(R(1, 2, 32).double(),) * 3), TypeError, r"query holds torch.float64 numbers but the attention layer's weights are torch.float32"),
+    Case("mha-float64-memory", call(mha(), R(1, 2, 32), R(1, 6, 32).double(), R(1, 6, 32).double()), TypeError, r"key holds torch.float64 numbers but the attention layer's weights"),
     Case("mha-batch-mismatch", call(mha(), R(2, 3, 32), R(1, 6, 32), R(1, 6, 32)), ValueError, r"must share B"),
     Case("mha-mask-shape", call(mha(), R(1, 3, 32), R(1, 6, 32), R(1, 6, 32), torch.ones(3, 5, dtype=torch.bool)), ValueError, r"does not broadcast to the attention scores"),
     Case("mha-mask-int", call(mha(), R(1, 3, 32), R(1, 6, 32), R(1, 6, 32), torch.ones(3, 6, dtype=torch.long)), TypeError, r"mask must be a bool tensor .*got torch.int64"),
@@ -295,11 +332,38 @@ CASES = [
     # --- the model
     Case("model-src-float", call(MODEL, torch.ones(1, 3), torch.ones(1, 2, dtype=torch.long)), TypeError, r"src must hold integer token ids"),
     Case("model-src-1d", call(MODEL, torch.tensor([4, 5]), torch.tensor([[1, 4]])), ValueError, r"src must have shape \[batch, length\]"),
-    Case("model-src-id-too-big", call(MODEL, torch.tensor([[4, 13]]), torch.tensor([[1, 4]])), ValueError, r"src holds token id 13, outside the vocabulary of 13 words"),
+    Case("model-src-id-too-big", call(MODEL, torch.tensor([[4, 13]]), torch.tensor([[1, 4]])), ValueError, r"src holds token id 13, outside the vocabulary of 13 tokens \(ids 0..12\)"),
     Case("model-tgt-id-negative", call(MODEL, SRC, torch.tensor([[1, -1]])), ValueError, r"tgt holds token id -1"),
     Case("model-src-empty", call(MODEL, torch.zeros(0, 3, dtype=torch.long), torch.ones(0, 2, dtype=torch.long)), ValueError, r"src is empty"),
     Case("model-tgt-too-long", call(MODEL, SRC, torch.ones(1, 25, dtype=torch.long)), ValueError, r"tgt reaches position 25 but the model's max_len is 24"),
     Case("model-src-list", call(MODEL, [[4, 5]], torch.tensor([[1]])), TypeError, r"src must be a torch.Tensor of token ids, got list"),
+    # --- id dtypes and ranges, float dtypes, at every entry point
+    Case("model-src-uint8", call(MODEL, SRC.to(torch.uint8), torch.tensor([[1]])), TypeError, r"src must hold integer token ids as torch.long \(or torch.int32\).*got torch.uint8\. Convert ids stored as torch.uint8 with `.long\(\)`"),
+    Case("model-tgt-int16", call(MODEL, SRC, torch.tensor([[1]], dtype=torch.int16)), TypeError, r"tgt must hold integer token ids as torch.long .*got torch.int16"),
+    Case("model-src-bool", call(MODEL, SRC.bool(), torch.tensor([[1]])), TypeError, r"src must hold integer token ids .*got torch.bool\. Encode text with the model's vocabulary"),
+    Case("decode-memory-float64", call(MODEL.decode, MODEL.encode(SRC).double(), SRC, torch.tensor([[1]])), TypeError, r"memory holds torch.float64 numbers but the model's weights are torch.float32.*Convert it with `.to\(torch.float32\)`"),
+    Case("decode-memory-float64-cached", call(MODEL.decode, MODEL.encode(SRC).double(), SRC, torch.tensor([[1]]), MODEL.new_cache()), TypeError, r"memory holds torch.float64 numbers"),
+    Case("decode-memory-other-dtype-later", call(decode_a_second_memory_of_another_dtype), TypeError, r"memory holds torch.float64 numbers but the model's weights are torch.float32"),
+    Case("decode-memory-bfloat16", call(MODEL.decode, MODEL.encode(SRC).bfloat16(), SRC, torch.tensor([[1]])), TypeError, r"memory holds torch.bfloat16 numbers"),
+    Case("embedding-id-at-vocab-size", call(tx.Embedding(10, 8, 4), torch.tensor([[3, 10]])), ValueError, r"tokens holds token id 10, outside the vocabulary of 10 tokens \(ids 0..9\)"),
+    Case("embedding-id-negative", call(tx.Embedding(10, 8, 4), torch.tensor([[-2, 3]])), ValueError, r"tokens holds token id -2, outside the vocabulary of 10 tokens"),
+    Case("embedding-uint8", call(tx.Embedding(10, 8, 4), torch.tensor([[3, 4]], dtype=torch.uint8)), TypeError, r"tokens must hold integer token ids as torch.long .*got torch.uint8"),
+    Case("embedding-float-ids", call(tx.Embedding(10, 8, 4), torch.tensor([[3.0, 4.0]])), TypeError, r"tokens must hold integer token ids .*got torch.float32\. Encode text"),
+    Case("encoder-x-float64", call(MODEL.encoder, R(1, 3, 32).double()), TypeError, r"x holds torch.float64 numbers but the encoder's weights are torch.float32"),
+    Case("decoder-memory-float64", call(MODEL.decoder, R(1, 2, 32), R(1, 3, 32).double()), TypeError, r"memory holds torch.float64 numbers but the decoder's weights are torch.float32"),
+    Case("decoder-x-half", call(MODEL.decoder, R(1, 2, 32).half(), R(1, 3, 32)), TypeError, r"x holds torch.float16 numbers but the decoder's weights are torch.float32"),
+    Case("lm-tokens-uint8", call(lambda: lm()(torch.tensor([[1, 4, 5]], dtype=torch.uint8))), TypeError, r"tokens must hold integer token ids as torch.long .*got torch.uint8"),
+    Case("lm-token-id-at-vocab-size", call(lambda: lm()(torch.tensor([[1, 11]]))), ValueError, r"tokens holds token id 11, outside the vocabulary of 11 tokens"),
+    Case("generate-prompt-uint8", call(lambda: tx.generate(lm(), torch.tensor([[1, 4]], dtype=torch.uint8), 3)), TypeError, r"prompt must hold integer token ids as torch.long .*got torch.uint8"),
+    Case("generate-prompt-id-too-big", call(lambda: tx.generate(lm(), torch.tensor([[1, 40]]), 3)), ValueError, r"prompt holds token id 40, outside the vocabulary of 11 tokens"),
+    Case("greedy-src-uint8", call(tx.greedy_decode, MODEL, SRC.to(torch.uint8), 5, BOS, EOS), TypeError, r"src must hold integer token ids as torch.long .*got torch.uint8"),
+    Case("greedy-src-id-too-big", call(tx.greedy_decode, MODEL, torch.tensor([[4, 99]]), 5, BOS, EOS), ValueError, r"src holds token id 99, outside the vocabulary of 13 tokens"),
+    Case("beam-src-uint8", call(tx.beam_search, MODEL, SRC.to(torch.uint8), 2, 5, BOS, EOS), TypeError, r"src must hold integer token ids as torch.long .*got torch.uint8"),
+    Case("beam-src-id-negative", call(tx.beam_search, MODEL, torch.tensor([[4, -3]]), 2, 5, BOS, EOS), ValueError, r"src holds token id -3"),
+    Case("vision-images-float64", call(lambda: tx.vision.VisionTransformer()(R(2, 1, 8, 8).double())), TypeError, r"images holds torch.float64 numbers but the model's weights are torch.float32"),
+    Case("vision-patches-float64", call(lambda: tx.vision.VisionTransformer().encode(R(2, 16, 4).double())), TypeError, r"patches holds torch.float64 numbers"),
+    Case("vision-label-past-classes", call(lambda: tx.vision.classification_loss(R(2, 10), torch.tensor([3, 10]))), ValueError, r"labels holds class 10, but the logits score 10 classes \(0..9\)"),
+    Case("vision-labels-uint8", call(lambda: tx.vision.classification_loss(R(2, 10), torch.tensor([3, 4], dtype=torch.uint8))), TypeError, r"labels must hold class ids as torch.long, got torch.uint8"),
     Case("decode-memory-shape", call(MODEL.decode, R(1, 4, 16), SRC, torch.tensor([[1]])), ValueError, r"memory must be model.encode\(src\)"),
     Case("decode-batch-mismatch", call(MODEL.decode, R(1, 4, 32), SRC, torch.tensor([[1], [1]])), ValueError, r"for the same B sentences as tgt"),
     Case("decode-memory-int", call(MODEL.decode, torch.ones(1, 4, 32, dtype=torch.long), SRC, torch.tensor([[1]])), TypeError, r"memory must hold floating-point numbers"),
@@ -379,7 +443,21 @@ CASES = [
     Case("save-over-good-file-fails-early", lambda tmp: save_tiny(tmp / "m.safetensors") and (lambda: checkpoint.save(tmp / "m.safetensors", MODEL, TGT_VOCAB, SRC_VOCAB)), ValueError, r"look swapped"),
     # --- checkpoints: loading damaged or inconsistent files
     Case("load-missing", lambda tmp: lambda: checkpoint.load(tmp / "nope.safetensors"), FileNotFoundError, r"no checkpoint at .*nope.safetensors.*python -m tx.train"),
-    Case("load-directory", lambda tmp: lambda: checkpoint.load(tmp), FileNotFoundError, r"no checkpoint at"),
+    Case("load-directory", lambda tmp: save_tiny(tmp / "m.safetensors") and (lambda: checkpoint.load(tmp)), IsADirectoryError, r"is a folder, not a checkpoint file \(it holds m.safetensors\); give the path of the .safetensors file itself"),
+    Case("load-empty-directory", lambda tmp: lambda: checkpoint.load(tmp), IsADirectoryError, r"is a folder, not a checkpoint file \(it holds no .safetensors file\)"),
+    Case("load-into-directory", lambda tmp: lambda: checkpoint.load_into(tiny(), tmp), IsADirectoryError, r"is a folder, not a checkpoint file"),
+    Case("load-language-model-directory", lambda tmp: lambda: checkpoint.load_language_model(tmp), IsADirectoryError, r"is a folder, not a checkpoint file"),
+    Case("cli-translate-directory", lambda tmp: lambda: run_translate(str(tmp), "s1"), CommandFailed, r"exit status 2.*is a folder, not a checkpoint file"),
+    # --- weights that hold NaN (a training that diverged, a damaged copy): refused where they are loaded or handed over
+    Case("load-nan-weights", lambda tmp: save_nan(tmp) and (lambda: checkpoint.load(tmp / "nan.safetensors")), ValueError, rf"nan.safetensors holds NaN or inf in 1 weight tensor\(s\): {NAN_TENSOR} \(1 NaN and 0 inf of 2048 numbers\).*earlier checkpoint.*lower lr_factor.*safetensors.torch.load_file"),
+    Case("load-into-nan-weights", lambda tmp: save_nan(tmp) and (lambda: checkpoint.load_into(tiny(), tmp / "nan.safetensors")), ValueError, rf"holds NaN or inf in 1 weight tensor\(s\): {NAN_TENSOR}"),
+    Case("load-language-model-nan", lambda tmp: save_nan_lm(tmp) and (lambda: checkpoint.load_language_model(tmp / "lm.safetensors")), ValueError, r"lm.safetensors holds NaN or inf in 1 weight tensor\(s\): layers.layers.1.self_attn.w_v.weight"),
+    Case("cli-translate-nan", lambda tmp: save_nan(tmp) and (lambda: run_translate(str(tmp / "nan.safetensors"), "s1 s2")), CommandFailed, rf"exit status 2.*holds NaN or inf in 1 weight tensor\(s\): {NAN_TENSOR}"),
+    Case("export-nan", lambda tmp: save_nan(tmp) and (lambda: tx.export.export(tmp / "nan.safetensors", tmp / "site")), ValueError, rf"holds NaN or inf .*{NAN_TENSOR}"),
+    Case("translate-nan-model", call(lambda: evaluate.translate(with_nan(tiny(), "generator.bias"), ["s1"], SRC_VOCAB, TGT_VOCAB)), ValueError, r"the model holds NaN or inf in 1 weight tensor\(s\): generator.bias"),
+    Case("evaluate-inf-model", call(lambda: evaluate.evaluate(with_nan(tiny(), "decoder.layers.1.cross_attn.w_k.bias", -math.inf), PAIRS, SRC_VOCAB, TGT_VOCAB)), ValueError, r"decoder.layers.1.cross_attn.w_k.bias \(0 NaN and 1 inf of 32 numbers\)"),
+    Case("export-language-model-nan", lambda tmp: lambda: tx.export.export_language_model(with_nan(lm(), "embed.token.weight"), Vocab([*data.SPECIALS, *[f"w{i}" for i in range(7)]]), tmp / "site"), ValueError, r"embed.token.weight \(1 NaN"),
+    Case("export-vision-nan", lambda tmp: lambda: tx.export.export_vision(with_nan(tx.vision.VisionTransformer(), "head.bias"), tmp / "site"), ValueError, r"the model holds NaN or inf in 1 weight tensor\(s\): head.bias"),
     Case("load-empty", lambda tmp: damaged(tmp, lambda raw: b"") and (lambda: checkpoint.load(tmp / "model.safetensors")), ValueError, r"model.safetensors is empty \(0 bytes\)"),
     Case("load-truncated", lambda tmp: damaged(tmp, lambda raw: raw[: len(raw) // 2]) and (lambda: checkpoint.load(tmp / "model.safetensors")), ValueError, r"model.safetensors is truncated"),
     Case("load-truncated-header", lambda tmp: damaged(tmp, lambda raw: raw[:100]) and (lambda: checkpoint.load(tmp / "model.safetensors")), ValueError, r"model.safetensors has a damaged or truncated header"),
@@ -547,6 +625,31 @@ def test_an_overwritten_checkpoint_keeps_its_mode(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert new.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_checkpoint_with_nan_weights_leaves_the_model_it_was_loaded_into_as_it_was(tmp_path):
+    path = save_nan(tmp_path)
+    model = tiny(dropout=0.0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match="holds NaN or inf"):
+        checkpoint.load_into(model, path)
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_token_ids_of_int32_are_read_as_long_ones_are():
+    src, tgt = torch.tensor([[4, 5, EOS]]), torch.tensor([[BOS, 4]])
+    with torch.no_grad():
+        torch.testing.assert_close(MODEL(src.int(), tgt.int()), MODEL(src, tgt))
+    assert torch.equal(tx.greedy_decode(MODEL, src.int(), 4, BOS, EOS), tx.greedy_decode(MODEL, src, 4, BOS, EOS))
+
+
+def test_a_decoder_under_autocast_takes_memory_of_another_dtype():
+    # autocast converts the inputs of every matrix product itself: the dtype check stands aside
+    memory = MODEL.encode(SRC)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = MODEL.decode(memory.bfloat16(), SRC, torch.tensor([[BOS]]))
+    assert logits.shape == (1, 1, TINY["tgt_vocab_size"]) and bool(torch.isfinite(logits).all())
 
 
 def test_valid_calls_still_work_with_numpy_integers_and_a_single_sentence_in_a_list():

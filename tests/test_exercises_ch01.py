@@ -89,6 +89,11 @@ def neighbours_only(layers):
                for a, b in zip(layers, layers[1:]))
 
 
+def first_against_the_rest(layers):
+    first = {id(p) for p in layers[0].parameters()}
+    return all(not (first & {id(p) for p in layer.parameters()}) for layer in layers[1:])
+
+
 def dedup_count(layers):
     # stack.parameters() lists a shared tensor once, so [layer, layer] looks like one layer
     return len(list(layers.parameters())) == len(list(layers[0].parameters()))
@@ -101,6 +106,7 @@ def dedup_count(layers):
     (by_value, "by identity"),
     (lambda layers: "yes", "True or False"),
     (neighbours_only, "not only neighbours"),
+    (first_against_the_rest, "not only layer 0 with the others"),
 ])
 def test_sharing_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

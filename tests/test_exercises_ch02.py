@@ -58,6 +58,7 @@ def test_shape_accepts_a_list_or_torch_size():
     (lambda s, d: (len(s), max(len(tx.data.tokenize(x)) for x in s), d), "<eos>"),
     (lambda s, d: (len(s), max(len(x.split()) for x in s) + 1, d), "tokenize"),
     (lambda s, d: (len(s), len(tx.data.tokenize(s[0])) + 1, d), "longest sentence"),
+    (lambda s, d: (len(s), len(tx.data.tokenize(max(s, key=len))) + 1, d), "most characters"),
     (lambda s, d: (max(len(tx.data.tokenize(x)) for x in s) + 1, len(s), d), "expected"),
     (lambda s, d: "shape", "three integers"),
     (lambda s, d: (len(s), max(len(tx.data.tokenize(x)) for x in s) + 2, d), "<bos> starts the target"),

@@ -59,7 +59,8 @@ def test_softmax_accepts_the_stable_formula(capsys):
     (lambda s: s / s.sum(), "differs|sums to"),
     (lambda s: (s - s.max()).exp().tolist(), "torch.Tensor"),
     (lambda s: softmax_right(s)[:-1], "has shape"),
-    (lambda s: (s - s.min()).exp() / (s - s.min()).exp().sum(), "subtract the largest score"),  # overflows on a wide range
+    (lambda s: (s - s.min()).exp() / (s - s.min()).exp().sum(), "subtracting the smallest score leaves an exponent of 153"),
+    (lambda s: (s - s.mean()).exp() / (s - s.mean()).exp().sum(), "subtracting the mean score leaves an exponent of 124"),
     (lambda s: torch.softmax(s, 0), "calls torch.softmax"),
     (lambda s: softmax_right(s) * float("nan"), "nan or inf"),
 ])
@@ -98,6 +99,9 @@ def test_one_word_checks_against_tx_attention():
     (lambda q, K, V: V.sum(0), "without weighting"),
     (lambda q, K, V: (q @ K.T / math.sqrt(len(q))) @ V, "differs at index"),  # no softmax
     (lambda q, K, V: (q @ K.T / math.sqrt(len(q))).softmax(0) @ K, "has shape|differs"),  # keys, not values
+    # softmax by exp / sum without subtracting the largest score: overflows on large scores
+    (lambda q, K, V: (q @ K.T / math.sqrt(len(q))).exp() / (q @ K.T / math.sqrt(len(q))).exp().sum() @ V,
+     "subtracting the largest score first"),
 ])
 def test_one_word_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -80,6 +80,7 @@ def per_sentence(losses, targets, pad_id):
     (lambda l, t, p: float(l[t != p].sum().exp()), "expected"),  # exp of the sum
     (lambda l, t, p: float(2 ** l[t != p].mean()), "expected"),  # base 2 with natural-log losses
     (lambda l, t, p: l[t != p].exp(), "one number"),
+    (lambda l, t, p: float(l[t != 0].mean().exp()), "compare the targets with the pad_id argument"),  # 0 hard-coded
 ])
 def test_perplexity_mistakes_are_named(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

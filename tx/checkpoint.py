@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_model, save_model
+from safetensors.torch import load as load_tensors, load_model, save_model
 
+from .checks import check_finite_weights
 from .config import TransformerConfig
 from .data import Vocab, check_vocabs, vocab_from_dict
 from .model import Transformer
@@ -134,6 +135,13 @@ def _parse_header(raw: bytes, path: object) -> tuple[dict[str, Any], int]:
 def _read(path: str | os.PathLike) -> tuple[Path, dict[str, Any], bytes]:
     """Read a checkpoint whole: its path, header and raw bytes, with its checksum verified if it has one."""
     path = Path(path)
+    if path.is_dir():
+        inside = sorted(p.name for p in path.glob("*.safetensors"))
+        holds = f"it holds {', '.join(inside[:5])}{' ...' if len(inside) > 5 else ''}" if inside else "it holds no .safetensors file"
+        raise IsADirectoryError(
+            f"{path} is a folder, not a checkpoint file ({holds}); give the path of the .safetensors file itself"
+            + (f", such as {path / inside[0]}." if inside else ".")
+        )
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}; write one with `python -m tx.train --out {path}`.")
     raw = path.read_bytes()
@@ -148,6 +156,14 @@ def _read(path: str | os.PathLike) -> tuple[Path, dict[str, Any], bytes]:
             "Restore the file from a copy or write it again with python -m tx.train."
         )
     return path, header, raw
+
+
+def _check_finite(path: Path, raw: bytes) -> None:
+    """Every tensor in the file holds finite numbers: NaN weights would translate into nonsense without an error."""
+    try:
+        check_finite_weights(load_tensors(raw).items(), str(path))
+    except ValueError as e:
+        raise ValueError(f"{e} To look at the tensors anyway, read them with safetensors.torch.load_file.") from None
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
@@ -193,6 +209,7 @@ def load(path: str | os.PathLike = BOOK_MODEL, device: torch.device | str = "cpu
     meta = _metadata(path, header)
     model = Transformer.from_config(TransformerConfig(**meta["config"]))
     _check_tensors(path, header, model)
+    _check_finite(path, raw)
     load_model(model, str(path), device=str(device))
     model.to(device).eval()
     vocabs = [vocab_from_dict(meta[k]) if k in meta else None for k in ("src_vocab", "tgt_vocab")]
@@ -203,7 +220,7 @@ def load_into(model: Transformer, path: str | os.PathLike) -> Transformer:
     """Load a checkpoint's weights into an existing model, which must have the same config."""
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a tx.Transformer, got {type(model).__name__}.")
-    path, header, _ = _read(path)
+    path, header, raw = _read(path)
     saved = TransformerConfig(**_metadata(path, header)["config"])
     if saved != model.config:
         diff = ", ".join(
@@ -215,6 +232,7 @@ def load_into(model: Transformer, path: str | os.PathLike) -> Transformer:
             "tx.checkpoint.load(path), or with Transformer.from_config of the saved config."
         )
     _check_tensors(path, header, model)
+    _check_finite(path, raw)  # before the model's own weights are replaced
     load_model(model, str(path), device=str(next(model.parameters()).device))
     return model
 
@@ -282,7 +300,7 @@ def load_language_model(path: str | os.PathLike = DECODER_ONLY_MODEL, device: to
     from .language_model import LanguageModel
 
     device = _device(device)
-    path, header, _ = _read(path)
+    path, header, raw = _read(path)
     meta = header["__metadata__"]
     if meta.get("kind") != "language_model":
         raise ValueError(f"{path} holds an encoder-decoder tx.Transformer; load it with tx.checkpoint.load.")
@@ -293,6 +311,7 @@ def load_language_model(path: str | os.PathLike = DECODER_ONLY_MODEL, device: to
     except (ValueError, TypeError, KeyError) as e:
         raise ValueError(f"{path} has damaged metadata ({e}); write it again with python -m tx.lm_train.") from None
     _check_tensors(path, header, model)
+    _check_finite(path, raw)
     load_model(model, str(path), device=str(device))
     return LanguageModelCheckpoint(model.to(device).eval(), vocab, info)
 

@@ -1,19 +1,27 @@
 """Small argument checks shared by tx's public functions: one line per check at the call site.
 
 Each raises ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind, wrong value)
-with a message that names the argument, says what it got and what it accepts. They read
-only Python values and tensor shapes, never tensor contents, so they cost next to nothing.
+with a message that names the argument, says what it got and what it accepts. Most read
+only Python values, tensor shapes and dtypes, so they cost next to nothing; two read tensor
+contents: :func:`check_tokens` (one pass over the ids) and :func:`check_finite_weights` (a
+pass over every weight, for load time, never for a decoding step).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, Iterable
 
-from torch import Tensor
+import torch
+from torch import Tensor, nn
 
-__all__ = ["check_int", "check_float", "check_bool", "check_tensor", "check_same", "check_heads"]
+__all__ = [
+    "check_int", "check_float", "check_bool", "check_tensor", "check_same", "check_heads", "check_tokens",
+    "check_dtype", "check_finite_weights", "ID_DTYPES",
+]
+
+ID_DTYPES = (torch.long, torch.int32)  # the index types torch's embedding lookup reads
 
 
 def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> None:
@@ -57,6 +65,73 @@ def check_tensor(name: str, value: Any, dims: int | tuple[int, ...] | None = Non
         raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(value.shape)}.")
     if floating and not value.is_floating_point():
         raise TypeError(f"{name} must hold floating-point numbers, got {value.dtype}; convert it with `.float()`.")
+
+
+def check_tokens(tokens: Any, vocab_size: int, max_len: int, name: str, start: int = 0) -> None:
+    """Raise a clear error unless ``tokens`` is a non-empty [B, L] tensor of valid ids (torch.long or torch.int32).
+
+    ``start`` is the position of the first token (a decoding step after ``start`` cached ones).
+    """
+    if not isinstance(tokens, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(tokens).__name__}.")
+    if tokens.dtype not in ID_DTYPES:
+        if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+            how = "Encode text with the model's vocabulary (tx.data.Vocab or tx.subwords.SubwordVocab), or convert "
+        else:
+            how = "Convert "
+        raise TypeError(
+            f"{name} must hold integer token ids as torch.long (or torch.int32), the types an embedding lookup "
+            f"reads; got {tokens.dtype}. {how}ids stored as {tokens.dtype} with `.long()`."
+        )
+    if tokens.dim() != 2:
+        raise ValueError(f"{name} must have shape [batch, length], got {tuple(tokens.shape)}.")
+    if tokens.numel() == 0:
+        raise ValueError(
+            f"{name} is empty (shape {tuple(tokens.shape)}): give at least one sentence of at least one token."
+        )
+    if start + tokens.size(1) > max_len:
+        raise ValueError(
+            f"{name} reaches position {start + tokens.size(1)} but the model's max_len is {max_len}. "
+            "Shorten the sequence, or build the model with a larger max_len."
+        )
+    low, high = (int(t) for t in torch.aminmax(tokens))  # one pass over the ids
+    if low < 0 or high >= vocab_size:
+        bad = low if low < 0 else high
+        raise ValueError(
+            f"{name} holds token id {bad}, outside the vocabulary of {vocab_size} tokens "
+            f"(ids 0..{vocab_size - 1}). Encode with the vocabulary the model was built for."
+        )
+
+
+def check_dtype(name: str, value: Tensor, weights: Tensor, owner: str = "the model") -> None:
+    """``value`` holds numbers of the same dtype as ``weights`` (any, under torch.autocast, which converts them)."""
+    if value.dtype == weights.dtype or torch.is_autocast_enabled(value.device.type):
+        return
+    raise TypeError(
+        f"{name} holds {value.dtype} numbers but {owner}'s weights are {weights.dtype}; a matrix product "
+        f"needs both alike. Convert it with `.to({weights.dtype})`, or the model with `.to({value.dtype})`."
+    )
+
+
+def check_finite_weights(weights: nn.Module | Iterable[tuple[str, Tensor]], where: str) -> None:
+    """Raise ValueError naming every tensor that holds NaN or inf: a model's parameters and buffers, or (name, tensor) pairs.
+
+    A pass over every weight: call it where a model is loaded or handed over, not per step.
+    """
+    if isinstance(weights, nn.Module):
+        weights = (*weights.named_parameters(), *weights.named_buffers())
+    bad = []
+    for name, t in weights:
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            nan = int(torch.isnan(t).sum())
+            bad.append(f"{name} ({nan} NaN and {int(torch.isinf(t).sum())} inf of {t.numel()} numbers)")
+    if bad:
+        shown = ", ".join(bad[:4]) + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+        raise ValueError(
+            f"{where} holds NaN or inf in {len(bad)} weight tensor(s): {shown}. Such a model gives nonsense "
+            "without any error. The training that made it diverged (or the weights were damaged): use an "
+            "earlier checkpoint, or train again with a lower lr_factor."
+        )
 
 
 def check_same(what: str, a_name: str, a: Any, b_name: str, b: Any, hint: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .checks import check_int
+from .checks import check_dtype, check_int
 from .layers import FeedForward, Residual
 from .multi_head import KVCache, MultiHeadAttention
 
@@ -106,6 +106,10 @@ class Decoder(nn.Module):
         tgt_mask: Tensor | None = None, cache: DecoderCache | None = None,
     ) -> Tensor:
         """Run the stack over target vectors x [B, T, D]; returns [B, T, D]."""
+        if cache is None or memory is not cache.memory:  # Transformer.decode has checked the memory a cache holds
+            weights = self.layers[0].cross_attn.w_q.weight
+            check_dtype("x", x, weights, "the decoder")
+            check_dtype("memory", memory, weights, "the decoder")
         for i, layer in enumerate(self.layers):
             self_cache = cache.self_attn[i] if cache is not None else None
             cross_cache = cache.cross_attn[i] if cache is not None else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from .checks import check_int
+from .checks import check_dtype, check_int
 from .layers import FeedForward, Residual
 from .multi_head import KVCache, MultiHeadAttention
 
@@ -60,6 +60,8 @@ class Encoder(nn.Module):
         """Run the stack: each layer's output is the next layer's input; ``caches``: one KVCache a layer, or None."""
         if caches is not None and len(caches) != len(self.layers):
             raise ValueError(f"caches must hold one KVCache per layer ({len(self.layers)}), got {len(caches)}.")
+        if caches is None or caches[0].length == 0:  # a decoding's later steps skip it: x comes from the same model
+            check_dtype("x", x, self.layers[0].self_attn.w_q.weight, "the encoder")
         for i, layer in enumerate(self.layers):
             x = layer(x, mask, None if caches is None else caches[i])
         return self.norm(x)

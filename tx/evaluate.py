@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from . import data
-from .checks import check_int
+from .checks import check_finite_weights, check_int
 from .decoding import beam_search, greedy_decode
 
 __all__ = ["translate", "exact_match", "bleu", "evaluate"]
@@ -28,6 +28,7 @@ def translate(
     data.check_vocabs(model.config, src_vocab, tgt_vocab)
     check_int("beam_size", beam_size, low=1)
     check_int("batch_size", batch_size, low=1)
+    check_finite_weights(model, "the model")  # once a call, not a step: NaN weights translate into nonsense
     max_len = model.config.max_len - 1 if max_len is None else max_len
     encoded = [src_vocab.encode(s, add_bos=False) for s in sentences]
     _check_source_lengths(encoded, model.config.max_len, getattr(src_vocab, "unit", "tokens"))

@@ -38,6 +38,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from .checks import check_finite_weights
 from .language_model import LanguageModel, lm_mask
 from .masks import padding_mask
 from .model import Transformer
@@ -354,6 +355,7 @@ def export_language_model(model: LanguageModel, vocab, outdir: str | os.PathLike
     if len(getattr(vocab, "itos", ())) != model.config.vocab_size:
         raise ValueError(f"vocab must be the model's word vocabulary (tx.data.Vocab of {model.config.vocab_size} "
                          f"tokens), got {type(vocab).__name__} of {len(vocab) if hasattr(vocab, '__len__') else '?'}.")
+    check_finite_weights(model, "the model")  # a page would show its nonsense without a word
     was_training = model.training
     model.cpu().eval()
     try:
@@ -374,6 +376,7 @@ def export_vision(model: VisionTransformer, outdir: str | os.PathLike, name: str
     """Write an in-memory VisionTransformer as ``model.onnx`` (images [B, C, Hi, Wi] -> logits [B, Y], cls_attn [L, B, H, N]) and a manifest."""
     if not isinstance(model, VisionTransformer):
         raise TypeError(f"model must be a tx.vision.VisionTransformer, got {type(model).__name__}.")
+    check_finite_weights(model, "the model")
     c = model.config
     was_training = model.training
     model.cpu().eval()

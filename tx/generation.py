@@ -16,7 +16,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .checks import check_float, check_int, check_tensor
+from .checks import check_float, check_int, check_tensor, check_tokens
 
 __all__ = ["filter_top_k", "filter_top_p", "next_token_probs", "left_pad", "generate"]
 
@@ -134,6 +134,9 @@ def _check_generate(model, prompt, max_new_tokens, temperature, top_k, top_p, eo
             f"the prompt has {prompt.size(1)} positions but the model's context is {config.max_len}: "
             f"keep its last {config.max_len - 1} tokens (prompt[:, -{config.max_len - 1}:]) to leave room to generate."
         )
+    vocab_size = getattr(config, "vocab_size", None)
+    if vocab_size is not None:  # ids the embedding can look up, named as the caller knows them
+        check_tokens(prompt, vocab_size, config.max_len, "prompt")
     check_int("max_new_tokens", max_new_tokens, low=0)
     _check_sampling(temperature, top_k, top_p)
     if eos_id is not None:

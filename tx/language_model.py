@@ -19,10 +19,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .checks import check_int
+from .checks import check_int, check_tokens
 from .config import LanguageModelConfig
 from .encoder import Encoder
-from .model import Transformer, check_tokens
+from .model import Transformer
 from .multi_head import KVCache
 from .positional_encoding import Embedding
 

@@ -16,7 +16,7 @@ from typing import Iterator
 import torch
 from torch import Tensor, nn
 
-from .checks import check_tensor
+from .checks import check_dtype, check_tensor, check_tokens
 from .config import TransformerConfig
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
@@ -24,36 +24,7 @@ from .masks import padding_mask
 from .multi_head import MultiHeadAttention
 from .positional_encoding import Embedding
 
-__all__ = ["Transformer", "check_tokens"]
-
-
-def check_tokens(tokens: Tensor, vocab_size: int, max_len: int, name: str, start: int = 0) -> None:
-    """Raise a clear error unless ``tokens`` is a non-empty [B, L] integer tensor of valid ids."""
-    if not isinstance(tokens, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(tokens).__name__}.")
-    if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.is_complex():
-        raise TypeError(
-            f"{name} must hold integer token ids (torch.long), got {tokens.dtype}. "
-            "Encode words with a tx.data.Vocab, or convert with `.long()`."
-        )
-    if tokens.dim() != 2:
-        raise ValueError(f"{name} must have shape [batch, length], got {tuple(tokens.shape)}.")
-    if tokens.numel() == 0:
-        raise ValueError(
-            f"{name} is empty (shape {tuple(tokens.shape)}): give at least one sentence of at least one token."
-        )
-    if start + tokens.size(1) > max_len:
-        raise ValueError(
-            f"{name} reaches position {start + tokens.size(1)} but the model's max_len is {max_len}. "
-            "Shorten the sequence, or build the model with a larger max_len."
-        )
-    low, high = (int(t) for t in torch.aminmax(tokens))  # one pass over the ids
-    if low < 0 or high >= vocab_size:
-        bad = low if low < 0 else high
-        raise ValueError(
-            f"{name} holds token id {bad}, outside the vocabulary of {vocab_size} words "
-            f"(ids 0..{vocab_size - 1}). Encode with the vocabulary the model was built for."
-        )
+__all__ = ["Transformer"]  # check_tokens, imported here from tx.checks, stays importable from tx.model
 
 
 def _check_cache(cache: DecoderCache | None, n_layers: int) -> None:
@@ -142,7 +113,7 @@ class Transformer(nn.Module):
         _check_cache(cache, cfg.n_layers)
         start = cache.length if cache is not None else 0
         check_tokens(tgt, cfg.tgt_vocab_size, cfg.max_len, "tgt", start)
-        self._check_memory(memory, src, tgt)
+        self._check_memory(memory, src, tgt, cache)
         if cache is not None:
             cache.bind(memory)
         T = tgt.size(1)
@@ -159,11 +130,12 @@ class Transformer(nn.Module):
         x = self.decoder(self.tgt_embed(tgt, start), memory, src_mask, tgt_mask, cache)
         return self.generator(x)  # [B, T, V]
 
-    def _check_memory(self, memory: Tensor, src: Tensor, tgt: Tensor) -> None:
-        """memory [B, S, D] must come from ``src`` [B, S] and match ``tgt`` [B, T]: shapes only."""
+    def _check_memory(self, memory: Tensor, src: Tensor, tgt: Tensor, cache: DecoderCache | None) -> None:
+        """memory [B, S, D] must come from ``src`` [B, S], match ``tgt`` [B, T] and the weights' dtype."""
         try:  # the quick test first: this runs at every decoding step
             (B, S, D), (Bs, Ss), Bt = memory.shape, src.shape, tgt.size(0)
-            if B == Bs == Bt and S == Ss and D == self.config.d_model and memory.is_floating_point():
+            # After the first step the cache holds this very memory, its dtype checked then.
+            if B == Bs == Bt and S == Ss and D == self.config.d_model and cache is not None and memory is cache.memory:
                 return
         except (AttributeError, ValueError):
             pass  # not tensors, or the wrong number of axes: the checks below say which
@@ -174,6 +146,7 @@ class Transformer(nn.Module):
                 f"memory must be model.encode(src), [B, S, D={self.config.d_model}], for the same B sentences "
                 f"as tgt: got memory {tuple(memory.shape)}, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}."
             )
+        check_dtype("memory", memory, self.generator.weight)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Teacher forcing: logits [B, T, V] for every target position at once."""

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import attention
-from .checks import check_float, check_heads, check_int, check_tensor
+from .checks import check_dtype, check_float, check_heads, check_int, check_tensor
 from .masks import check_mask
 
 __all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "KVCache"]
@@ -143,7 +143,11 @@ class MultiHeadAttention(nn.Module):
         """Attend from ``query`` to ``key``/``value``; returns [B, Tq, D]."""
         H = self.n_heads
         self._check_inputs(query, key, value)
-        q, k, v = self._project(query, key, value, cache)  # [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]
+        try:
+            q, k, v = self._project(query, key, value, cache)  # [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]
+        except RuntimeError:
+            self._explain_dtypes(query, key, value)
+            raise
         if mask is not None:
             check_mask(mask, (q.size(0), H, q.size(2), k.size(2)))
         p = self.dropout if self.training else 0.0
@@ -168,6 +172,18 @@ class MultiHeadAttention(nn.Module):
                 f"Tk (one value per key): got query {tuple(query.shape)}, key {tuple(key.shape)}, "
                 f"value {tuple(value.shape)}."
             )
+
+    def _explain_dtypes(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+        """After a failed projection: a TypeError naming the input whose dtype differs from the weights', if one does.
+
+        Such inputs fail in the first matrix product, before the cache is touched, so right
+        inputs pay nothing for this check.
+        """
+        try:
+            for name, x in (("query", query), ("key", key), ("value", value)):
+                check_dtype(name, x, self.w_q.weight, "the attention layer")
+        except TypeError as clear:
+            raise clear from None
 
     def _project(
         self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None

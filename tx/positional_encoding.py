@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .checks import check_bool, check_choice, check_int
+from .checks import check_bool, check_choice, check_int, check_tokens
 from .layers import Dropout
 
 __all__ = ["positional_encoding", "LearnedPositions", "Embedding"]
@@ -100,5 +100,14 @@ class Embedding(nn.Module):
         T = tokens.size(1)
         check_rows(start, T, self.max_len)
         where = self.pe[start : start + T] if self.learned is None else self.learned(T, start)  # [T, D]
-        x = self.token(tokens) * self.scale + where  # [B, T, D]
-        return self.dropout(x)
+        try:
+            vectors = self.token(tokens)  # [B, T, D]
+        except (IndexError, RuntimeError):
+            # On the CPU torch refuses a bad id or id type before computing anything; say which
+            # one and what to do (so right ids cost no second check: the model checked them).
+            try:
+                check_tokens(tokens, self.token.num_embeddings, self.max_len, "tokens", start)
+            except (TypeError, ValueError) as clear:
+                raise clear from None
+            raise
+        return self.dropout(vectors * self.scale + where)  # [B, T, D]

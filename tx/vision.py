@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_bool, check_choice, check_float, check_heads, check_int, check_tensor
+from .checks import check_bool, check_choice, check_dtype, check_float, check_heads, check_int, check_tensor
 from .encoder import Encoder
 from .layers import ACTIVATIONS, Dropout
 from .positional_encoding import LearnedPositions, positional_encoding
@@ -169,6 +169,7 @@ class VisionTransformer(nn.Module):
     def encode(self, patches: Tensor) -> Tensor:
         """The encoder's output [B, L, D] for patches [B, N, K]; position 0 is [CLS]."""
         check_tensor("patches", patches, dims=3, floating=True)
+        check_dtype("patches", patches, self.patch_embedding.weight)
         B, N, _ = patches.shape
         x = self.patch_embedding(patches)  # [B, N, D]
         x = torch.cat([self.cls_token.expand(B, 1, -1), x], dim=1)  # [B, L, D]
@@ -180,6 +181,7 @@ class VisionTransformer(nn.Module):
 
     def _check(self, images: Tensor) -> None:
         _check_images(images)
+        check_dtype("images", images, self.patch_embedding.weight)
         c = self.config
         if images.size(1) != c.channels:
             raise ValueError(
@@ -254,6 +256,12 @@ def classification_loss(logits: Tensor, labels: Tensor, smoothing: float = 0.0) 
     check_tensor("labels", labels, dims=1)
     if labels.size(0) != logits.size(0):
         raise ValueError(f"one label per image: logits has {logits.size(0)} rows but labels has {labels.size(0)}.")
+    if labels.dtype != torch.long:
+        raise TypeError(f"labels must hold class ids as torch.long, got {labels.dtype}; convert them with `.long()`.")
+    if labels.numel() and not bool(((labels >= 0) & (labels < logits.size(1))).all()):
+        bad = labels[(labels < 0) | (labels >= logits.size(1))][0].item()
+        raise ValueError(f"labels holds class {bad}, but the logits score {logits.size(1)} classes (0..{logits.size(1) - 1}); "
+                         "build the model with n_classes covering every label.")
     return F.cross_entropy(logits, labels, label_smoothing=smoothing)
 
 

@@ -110,6 +110,9 @@ def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
     # Three layers, the first and the last sharing a bias: comparing only neighbours misses it.
     far = nn.ModuleList([EncoderLayer(8, 2, 16) for _ in range(3)])
     far[2].feed_forward.linear2.bias = far[0].feed_forward.linear2.bias
+    # Three layers, the second and the third sharing a weight: comparing layer 0 with the others misses it.
+    later = nn.ModuleList([EncoderLayer(8, 2, 16) for _ in range(3)])
+    later[2].self_attn.w_o.weight = later[1].self_attn.w_o.weight
     cases = [
         ("the layers of tx.Encoder(3, 8, 2, 16)", Encoder(3, 8, 2, 16).layers, True,
          "each layer of tx.Encoder is built on its own, so no tensor is shared."),
@@ -123,6 +126,9 @@ def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
          "one weight matrix is shared between the layers; a single shared tensor is enough to answer False."),
         ("three layers, the first and the third sharing feed_forward.linear2.bias", far, False,
          "layers 0 and 2 share a tensor. Compare every layer with every other, not only neighbours."),
+        ("three layers, the second and the third sharing self_attn.w_o.weight", later, False,
+         "layers 1 and 2 share a tensor while layer 0 shares none. Compare every pair of layers, "
+         "not only layer 0 with the others."),
     ]
     for what, layers, expected, why in cases:
         got = call(fn, layers)

@@ -57,6 +57,8 @@ def check_embedded_shape(fn: Callable[[list[str], int], Any]) -> None:
         (["je suis étudiant"], 128),
         (["merci", "le chat noir mange une pomme", "je suis étudiant"], 128),
         (["l'ami n'est pas fatigué.", "elle lit le journal"], 512),
+        # The sentence with the most characters is not the one with the most tokens.
+        (["nous sommes ici ce soir", "extraordinairement magnifiques"], 64),
     )
     for sentences, d_model in batches:
         vocab = data.Vocab.build(sentences)
@@ -75,6 +77,9 @@ def check_embedded_shape(fn: Callable[[list[str], int], Any]) -> None:
             elif got[1] == max(len(s.split()) for s in sentences) + 1:
                 hint = (" Count tokens with tx.data.tokenize, not words with str.split: "
                         "\"l'ami\" is two tokens, and \".\" is one.")
+            elif got[1] == len(data.tokenize(max(sentences, key=len))) + 1 != max(lengths) + 1:
+                hint = (" You took the sentence with the most characters; the batch is padded to the one "
+                        "with the most tokens, and a few long words can be fewer tokens than many short ones.")
             elif got[1] == max(lengths) + 2:
                 hint = " The source gets <eos> only; <bos> starts the target, not the source."
             elif got[1] != max(lengths) + 1:

@@ -72,6 +72,8 @@ def check_softmax(fn: Callable[[Tensor], Any]) -> None:
         torch.tensor([-1000.0, -1001.0]),  # exp(-1000) underflows to 0: 0 / 0
         # A wide range: subtracting the smallest score instead of the largest overflows here.
         torch.tensor([3.0, -150.0, 0.5, -2.0]),
+        # One score far above the rest: subtracting the mean still leaves exp(124), which overflows.
+        torch.tensor([120.0, -40.0, -45.0, -50.0]),
         torch.randn(9, generator=gen) * 60,
     ]
     for scores in cases:
@@ -83,17 +85,7 @@ def check_softmax(fn: Callable[[Tensor], Any]) -> None:
         what = f"your softmax of {[round(s, 3) for s in scores.tolist()]}"
         overflows = float(scores.abs().max()) > 80  # exp(80) is near float32's limit
         if isinstance(got, Tensor) and got.shape == expected.shape and not torch.isfinite(got).all() and overflows:
-            if float(scores.max() - scores.min()) > 88 and not bool(scores.abs().min() > 500):
-                raise CheckFailed(
-                    f"{what} holds inf or nan: these scores span {float(scores.max() - scores.min()):.0f}, "
-                    "and exp of anything above about 88 overflows in float32. Subtracting the smallest "
-                    "score makes the exponents large; subtract the largest score, so every exponent is at most 0."
-                )
-            raise CheckFailed(
-                f"{what} holds inf or nan: exp overflows (or every exp underflows to 0) for scores this "
-                "large. Softmax is unchanged when you subtract the same number from every score: "
-                "subtract the largest score first."
-            )
+            raise CheckFailed(f"{what} holds inf or nan: {_overflow_hint(scores)}")
         if (isinstance(got, Tensor) and got.shape == expected.shape and bool(torch.isfinite(got).all())
                 and not math.isclose(float(got.sum()), 1.0, abs_tol=1e-4)):
             raise CheckFailed(
@@ -103,12 +95,26 @@ def check_softmax(fn: Callable[[Tensor], Any]) -> None:
     passed("exp(s_j) / sum_l exp(s_l), safe for large scores too.")
 
 
+def _overflow_hint(scores: Tensor) -> str:
+    """Why a softmax of ``scores`` came out inf or nan, naming the shifts that still overflow for them."""
+    top = float(scores.max())
+    above = {"the smallest score": top - float(scores.min()), "the mean score": top - float(scores.mean())}
+    unsafe = [f"{shift} leaves an exponent of {gap:.0f}" for shift, gap in above.items() if gap > 88]
+    if not unsafe:
+        return ("exp overflows (or every exp underflows to 0) for scores this large. Softmax is unchanged when "
+                "you subtract the same number from every score: subtract the largest score first.")
+    return (f"exp of anything above about 88 overflows in float32, and subtracting {' and subtracting '.join(unsafe)}. "
+            "Subtract the largest score, so that every exponent is at most 0.")
+
+
 def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
     """``fn(q_i [Dk], K [n, Dk], V [n, Dv])`` must return z_i [Dv], row i of tx.attention's output."""
     gen = torch.Generator().manual_seed(5)
     cases = [(_Q_THINKING[None], _K_TM, _V_TM)]
     # Dv differs from Dk, so scaling by the wrong size shows.
     cases.append((torch.randn(5, 4, generator=gen), torch.randn(5, 4, generator=gen), torch.randn(5, 6, generator=gen)))
+    # Scores in the hundreds: a softmax that does not subtract the largest score overflows here.
+    cases.append((torch.randn(2, 4, generator=gen) * 60, torch.randn(3, 4, generator=gen) * 10, torch.randn(3, 2, generator=gen)))
     for Q, K, V in cases:
         n, d_k = K.shape
         out, weights = attention(Q, K, V)  # [Tq, Dv], [Tq, n]
@@ -133,5 +139,12 @@ def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
                     )
                 if torch.allclose(got, unweighted, atol=1e-5):
                     raise CheckFailed(f"{what} adds the values without weighting them: multiply v_j by weight j (step 5).")
+                scores = Q[i] @ K.T / math.sqrt(d_k)  # [n]
+                if not bool(torch.isfinite(got).all()) and float(scores.abs().max()) > 80:
+                    raise CheckFailed(
+                        f"{what} holds inf or nan: its scaled scores reach {float(scores.abs().max()):.0f}, and "
+                        "exp of those overflows. Compute the softmax of step 4 as in the softmax exercise, "
+                        "subtracting the largest score first (or with torch.softmax)."
+                    )
             assert_tensor(got, out[i], what)
     passed("z_i = sum_j softmax_j(q_i . k_j / sqrt(d_k)) v_j, row i of tx.attention.")

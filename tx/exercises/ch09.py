@@ -32,7 +32,10 @@ def check_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) -> Non
         (torch.tensor([1000.0, 999.0, 990.0]), 1.0),  # exp(1000) overflows unless the max is taken out
         # Rows on different scales: only each row's own largest logit keeps both rows finite.
         (torch.tensor([[1000.0, 999.0, 995.0], [-1000.0, -1001.0, -1003.0]]), 1.0),
-        # A wide range: subtracting the smallest logit instead of the largest overflows.
+        # A wide range: subtracting the smallest logit instead of the largest overflows, the mean does not.
+        (torch.tensor([3.0, -150.0, 0.5, -2.0]), 1.0),
+        # One logit far above the rest of its row: subtracting the row's mean still leaves exp(124).
+        (torch.tensor([[120.0, -40.0, -45.0, -50.0], [1.0, 2.0, 0.0, -1.0]]), 1.0),
         (torch.randn(3, 8, generator=g) * 80, 0.7),
     ]
     for logits, temperature in cases:
@@ -43,11 +46,19 @@ def check_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) -> Non
         if isinstance(got, Tensor) and got.shape == logits.shape and not bool(torch.isfinite(got).all()) and overflows:
             z = logits / temperature
             by_min, by_global_max = (z - z.amin(-1, keepdim=True)).exp(), (z - z.max()).exp()
+            by_mean = (z - z.mean(-1, keepdim=True)).exp()
             same_failure = lambda e: torch.equal(torch.isfinite(got), torch.isfinite(e / e.sum(-1, keepdim=True)))  # noqa: E731
             if z.dim() > 1 and same_failure(by_global_max) and not same_failure(by_min):
                 raise CheckFailed(
                     f"{what} holds inf or nan in a row whose logits are far below another row's: subtract "
                     "each row's own largest logit, z.max(dim=-1, keepdim=True).values, not the largest of the whole tensor."
+                )
+            if same_failure(by_mean):
+                gap = float((z.amax(-1) - z.mean(-1)).max())
+                raise CheckFailed(
+                    f"{what} holds inf or nan: subtracting each row's mean logit still leaves an exponent of "
+                    f"{gap:.0f}, and exp of anything above about 88 overflows in float32. Subtract the largest "
+                    "logit of each row, so every exponent is at most 0."
                 )
             if same_failure(by_min):
                 raise CheckFailed(

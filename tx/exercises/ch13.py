@@ -94,12 +94,19 @@ def check_perplexity(fn: Callable[[Tensor, Tensor, int], float]) -> None:
         losses = torch.rand(B, T, generator=g) * 3
         targets = torch.randint(3, 30, (B, T), generator=g)
         targets[0, T - n_pad :] = 0  # the first sentence is shorter
-        cases.append((losses, targets))
-    cases.append((torch.full((2, 3), math.log(40.0)), torch.ones(2, 3, dtype=torch.long) * 5))  # uniform over 40
-    for losses, targets in cases:
-        got = as_number(call(fn, losses.clone(), targets.clone(), 0), "your perplexity")
-        real = targets != 0
+        cases.append((losses, targets, 0))
+    # A vocabulary whose <pad> is id 2, where id 0 is a real token: the pad id is the argument, not 0.
+    losses = torch.rand(2, 5, generator=g) * 3
+    targets = torch.tensor([[7, 0, 4, 2, 2], [0, 5, 0, 9, 6]])
+    cases.append((losses, targets, 2))
+    cases.append((torch.full((2, 3), math.log(40.0)), torch.ones(2, 3, dtype=torch.long) * 5, 0))  # uniform over 40
+    for losses, targets, pad_id in cases:
+        got = as_number(call(fn, losses.clone(), targets.clone(), pad_id), "your perplexity")
+        real = targets != pad_id
         expected = float(losses[real].mean().exp())
+        if pad_id != 0 and math.isclose(got, float(losses[targets != 0].mean().exp()), rel_tol=1e-5):
+            raise CheckFailed(f"your perplexity leaves out the targets equal to 0, but here pad_id is {pad_id} and 0 is "
+                              "a real token: compare the targets with the pad_id argument, not with 0.")
         if math.isclose(got, float(losses.mean().exp()), rel_tol=1e-5) and not math.isclose(got, expected, rel_tol=1e-5):
             raise CheckFailed("your perplexity averages over padding too: count only the positions whose target is not pad_id.")
         if math.isclose(got, float(losses[real].mean()), rel_tol=1e-5):
