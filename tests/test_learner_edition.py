@@ -68,11 +68,13 @@ def test_no_solution_and_every_check_may_fail(edition, path):
     assert not [c for c in cells if "solution" in c["metadata"].get("tags", [])]
     checks = [c for c in cells if "check" in c["metadata"].get("tags", [])]
     assert checks and all("raises-exception" in c["metadata"]["tags"] for c in checks)
+    stubs = [c for c in cells if "stub" in c["metadata"].get("tags", [])]
+    assert len(stubs) == len(checks) and all("raises-exception" in c["metadata"]["tags"] for c in stubs)
     assert not [c for c in cells if "remove-output" in c["metadata"].get("tags", []) and "check" in c["metadata"]["tags"]]
     exercises = [c for c in cells if c["cell_type"] == "markdown" and re.search(r"^## Exercises", c["source"], re.M)]
     assert len(exercises) == 1
     note = exercises[0]["source"].split("## Exercises", 1)[1]
-    assert "expected" in note and "Run All" in note
+    assert "expected" in note and "Run All" in note and "your answer's own cell" in note
 
 
 # ----------------------------------------------------------------- plain Markdown
@@ -272,6 +274,32 @@ def test_run_all_reaches_the_end_with_a_hint_at_every_check(path, tmp_path):
         assert "File " not in error.traceback[0] and "exercises/" not in error.traceback[0]
     others = [o for c in code if "check" not in c.metadata.get("tags", []) for o in c.outputs if o.output_type == "error"]
     assert not others
+
+
+def test_run_all_goes_on_past_an_answer_cell_that_raises(tmp_path):
+    # A half-written answer that raises as its cell runs: the rest of the notebook still runs,
+    # with allow_errors=False, as JupyterLab's Run All does with the raises-exception tag.
+    name = "03_self_attention_vectors.ipynb"
+    written, _ = write_learner_edition(tmp_path, CHAPTERS)
+    (learner_nb,) = [p for p in written if p.name == name]
+    nb = nbformat.read(learner_nb, as_version=4)
+    first_stub = next(c for c in nb.cells if "stub" in c.metadata.get("tags", []))
+    first_stub.source += "\n\n[1, 2, 3][7]  # a line that raises IndexError\n"
+    nbformat.write(nb, learner_nb)
+    nb = _run_all(learner_nb, tmp_path)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code), "Run All stopped before the end"
+    (raised,) = [o for o in first_stub_of(nb).outputs if o.output_type == "error"]
+    assert raised.ename == "IndexError"
+    checks = [c for c in code if "check" in c.metadata.get("tags", [])]
+    assert len(checks) >= 2
+    for cell in checks:  # every check ran, the first one's included, and gave its hint
+        (error,) = [o for o in cell.outputs if o.output_type == "error"]
+        assert error.ename == "CheckFailed" and "still raises NotImplementedError" in error.evalue
+
+
+def first_stub_of(nb) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if "stub" in c.metadata.get("tags", []))
 
 
 def test_the_command_says_what_is_wrong_with_its_folder(capsys):

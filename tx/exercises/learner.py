@@ -11,7 +11,8 @@ in :mod:`tx.exercises`). The learner edition
   render: an exercise's title becomes a heading, ``{eq}`` references the equation numbers
   the website shows, ``{cite:p}`` an author-year citation from ``references.bib``;
 - tags every check cell ``raises-exception``, so Run All goes past a check that fails
-  because its exercise is not solved yet, and says so under each ``## Exercises``;
+  because its exercise is not solved yet, and every stub cell (the learner's answer) too, so
+  Run All goes past an answer that raises as it runs; and says so under each ``## Exercises``;
 - opens with a cell that says what to install when ``import tx`` fails.
 
 It never overwrites a notebook the learner may have worked in: a file is replaced only
@@ -43,7 +44,9 @@ MANIFEST = ".tx-learner.json"
 EXPECTED_FAILURES = (
     "*Under each exercise, a check cell tests your function. Until you have solved the exercise, "
     "its check fails with a short hint in red: that is expected, and Run All goes on past it to the "
-    "end of the notebook. A solved exercise's check prints a line that starts with \"Correct\".*"
+    "end of the notebook. Run All also goes on past your answer's own cell if it raises an error; "
+    "the check under it then fails and says why. A solved exercise's check prints a line that "
+    "starts with \"Correct\".*"
 )
 
 SETUP_CELL = '''\
@@ -322,6 +325,10 @@ def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites:
         elif "check" in tags:
             # The website hides a check's output; in Jupyter the verdict is the point.
             cell.setdefault("metadata", {})["tags"] = [t for t in tags if t != "remove-output"] + ["raises-exception"]
+        elif "stub" in tags:
+            # The learner's answer cell: a half-written answer may raise as it runs, and Run All
+            # should still reach the other exercises.
+            cell.setdefault("metadata", {})["tags"] = tags + ["raises-exception"]
         cells.append(cell)
     first_code = next((i for i, c in enumerate(cells) if c["cell_type"] == "code"), len(cells))
     setup = {"cell_type": "code", "execution_count": None, "id": "tx-learner-setup",
