@@ -195,11 +195,78 @@ def test_running_again_keeps_a_learners_edits(tmp_path, capsys):
     assert mine.read_bytes() == edited
     output = capsys.readouterr()
     assert "wrote 1 files" in output.out
-    assert NOTEBOOKS[2].name in output.err and "--force" in output.err
+    assert f"kept {NOTEBOOKS[2].name}: you changed cell {len(nb.cells)}" in output.err and "--force" in output.err
     assert (out / NOTEBOOKS[0].name).exists()
 
     main(["learner", str(out), "--force"])
     assert mine.read_bytes() != edited and "my answer" not in mine.read_text()
+
+
+def _edited(path, change) -> bytes:
+    nb = nbformat.read(path, as_version=4)
+    change(nb)
+    nbformat.write(nb, path)
+    return path.read_bytes()
+
+
+def _as_if_run(nb) -> None:
+    """What Run All and JupyterLab's autosave leave: outputs, execution counts, metadata, new cell ids."""
+    for n, cell in enumerate(nb.cells):
+        cell.metadata["collapsed"] = False
+        cell.id = f"run-{n}"
+        if cell.cell_type == "code":
+            cell.execution_count = n + 1
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"run output {n}\n")]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11.9"}
+
+
+def _stubs(nb) -> list[int]:
+    return [i for i, c in enumerate(nb.cells) if "stub" in c.metadata.get("tags", [])]
+
+
+def test_a_notebook_only_run_gets_the_new_edition_and_an_edited_one_is_kept(tmp_path, capsys):
+    chapters = tmp_path / "book" / "chapters"
+    shutil.copytree(CHAPTERS, chapters, ignore=shutil.ignore_patterns(".*"))
+    out = tmp_path / "mine"
+    write_learner_edition(out, chapters)
+    run_only, edited = out / "05_multi_head_attention.ipynb", out / "03_self_attention_vectors.ipynb"
+    _edited(run_only, _as_if_run)
+    answer = _stubs(nbformat.read(edited, as_version=4))[0]
+
+    def answer_and_run(nb):
+        nb.cells[answer].source = nb.cells[answer].source.replace("raise NotImplementedError", "return 1.0")
+        _as_if_run(nb)
+
+    mine = _edited(edited, answer_and_run)
+    for name in (run_only.name, edited.name):  # a new edition of both chapters
+        _edited(chapters / name, lambda nb: setattr(nb.cells[0], "source", nb.cells[0].source + "\n\nA new sentence."))
+
+    main(["learner", str(out), "--chapters", str(chapters)])
+    err = capsys.readouterr().err
+    assert "A new sentence." in run_only.read_text() and "run output" not in run_only.read_text()
+    assert edited.read_bytes() == mine
+    # The kept notebook is named with its edited cell, numbered as the learner counts, and its exercise.
+    assert f"kept {edited.name}: you changed cell {answer + 1} (exercise 3.1's answer)" in err
+    assert run_only.name not in err
+
+
+def test_an_older_manifest_of_whole_file_digests_still_keeps_edits_and_updates_the_rest(tmp_path):
+    import hashlib
+
+    out = tmp_path / "mine"
+    write_learner_edition(out, CHAPTERS)
+    old = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir() if p.name != MANIFEST}
+    (out / MANIFEST).write_text(json.dumps(old))
+    run_only, edited, untouched = (out / NOTEBOOKS[i].name for i in (4, 2, 6))
+    _edited(run_only, _as_if_run)
+    answer = _stubs(nbformat.read(edited, as_version=4))[0]
+    mine = _edited(edited, lambda nb: setattr(nb.cells[answer], "source", "def mine(): return 1"))
+    written, kept = done = write_learner_edition(out, CHAPTERS)
+    assert [p.name for p in written] == [run_only.name]  # its cells are the edition's: only run
+    assert [p.name for p in kept] == [edited.name] and edited.read_bytes() == mine
+    assert f"you changed cell {answer + 1}" in done.why[edited.name] and "older version" in done.why[edited.name]
+    assert isinstance(json.loads((out / MANIFEST).read_text())[untouched.name]["cells"], list)  # upgraded
 
 
 def test_a_notebook_nobody_changed_gets_the_new_edition(tmp_path):

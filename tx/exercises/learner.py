@@ -15,21 +15,25 @@ in :mod:`tx.exercises`). The learner edition
   Run All goes past an answer that raises as it runs; and says so under each ``## Exercises``;
 - opens with a cell that says what to install when ``import tx`` fails.
 
-It never overwrites a notebook the learner may have worked in: a file is replaced only
-while it is byte for byte what an earlier run wrote (recorded in ``.tx-learner.json``),
-unless ``--force`` is given.
+It never overwrites a notebook the learner has worked in: a notebook is replaced only
+while its cells' sources are what an earlier run wrote (one digest per cell, recorded in
+``.tx-learner.json``; outputs, execution counts and metadata do not count, so a notebook
+that was only run gets the new edition), unless ``--force`` is given. It says which
+notebooks it kept and which of their cells were changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
 import json
 import re
 import sys
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Iterator
 
 __all__ = [
     "is_solution_cell", "strip_solutions", "to_markdown", "learner_notebook", "write_learner_edition", "main",
@@ -364,21 +368,122 @@ def learner_files(chapters: str | Path = CHAPTERS) -> dict[str, bytes]:
     return files
 
 
-class Written(NamedTuple):
-    """What :func:`write_learner_edition` did: the files it wrote, and the changed ones it kept."""
+@dataclass
+class Written:
+    """What :func:`write_learner_edition` did: the files it wrote, the changed ones it kept, and why.
+
+    Unpacks as ``written, kept = write_learner_edition(...)``.
+    """
 
     written: list[Path]
     kept: list[Path]
+    why: dict[str, str] = field(default_factory=dict)
+    """``{file name: why it was kept}``, e.g. "you changed cell 12 (exercise 3.1's answer)"."""
+
+    def __iter__(self) -> Iterator[list[Path]]:
+        return iter((self.written, self.kept))
+
+
+def _cell_digests(notebook: dict[str, Any]) -> list[str]:
+    """One digest per cell, of its type and source only: outputs, counts, ids and metadata are not the learner's work."""
+    # 16 hex digits (64 bits) tell a learner's edit from the edition's cell surely enough, and keep the manifest small.
+    return [_digest(f"{c.get('cell_type', '')}\0{_source(c)}".encode("utf-8"))[:16] for c in notebook.get("cells", [])]
+
+
+def _record(name: str, data: bytes) -> str | dict[str, Any]:
+    """The manifest's entry for a file this tool writes: a notebook's whole-file and per-cell digests."""
+    if not name.endswith(".ipynb"):
+        return _digest(data)
+    return {"sha256": _digest(data), "cells": _cell_digests(json.loads(data))}
+
+
+def _exercise_of(cells: list[dict[str, Any]], index: int) -> str:
+    """" (exercise 3.1's answer)" for a stub cell, " (exercise 3.1's check)" for a check, else ""."""
+    tags = cells[index].get("metadata", {}).get("tags", [])
+    part = "answer" if "stub" in tags else "check" if "check" in tags else None
+    if part is None:
+        return ""
+    for cell in reversed(cells[:index]):
+        if cell.get("cell_type") == "markdown":
+            heading = re.search(r"^#{2,4}\s*Exercise\s*(?:(\d+(?:\.\d+)*)|:\s*(.+?))\s*(?:\(.*)?$", _source(cell), re.M)
+            if heading and heading.group(1):
+                return f" (exercise {heading.group(1)}'s {part})"
+            if heading:  # an appendix's exercises have titles, not numbers
+                return f" (the {part} to '{heading.group(2).strip()}')" if part == "answer" else \
+                    f" (the {part} of '{heading.group(2).strip()}')"
+    return f" (an exercise's {part})"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _changed_cells(current: dict[str, Any], recorded: list[str]) -> str | None:
+    """Which cells of ``current`` differ from the recorded sources, in words; None if none does.
+
+    Cells are matched as a diff matches lines, so a cell the learner inserted does not make
+    every cell after it look changed.
+    """
+    cells = current.get("cells", [])
+    digests = _cell_digests(current)
+    if digests == recorded:
+        return None
+    changed, added, deleted = [], [], 0
+    matcher = difflib.SequenceMatcher(a=recorded, b=digests, autojunk=False)
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        edited = min(a1 - a0, b1 - b0)  # a replaced run: cell for cell, then what is left over
+        changed += [f"{i + 1}{_exercise_of(cells, i)}" for i in range(b0, b0 + edited)]
+        added += [f"{i + 1}{_exercise_of(cells, i)}" for i in range(b0 + edited, b1)]
+        deleted += (a1 - a0) - edited
+    parts = []
+    for verb, which in (("changed", changed), ("added", added)):
+        if which:
+            parts.append(f"you {verb} cell{'s' if len(which) > 1 else ''} {_and(which)}")
+    if deleted:
+        parts.append(f"you deleted {deleted} cell{'s' if deleted > 1 else ''}")
+    return "; ".join(parts) or "you reordered cells"
+
+
+def _why_keep(name: str, current: bytes, record: Any, fresh: bytes) -> str | None:
+    """Why the file ``name`` (now ``current``) must be kept, or None if the new edition (``fresh``) may replace it.
+
+    A notebook is the learner's work when its cells' sources differ from what this tool
+    wrote; one only run (outputs, execution counts, metadata saved by Jupyter) is not. A
+    record from an older version of this tool holds the whole file's digest only: a file
+    still equal to it was not touched; otherwise its cells are compared with the fresh
+    edition's, and any that differ keep it, since the record cannot tell the learner's edits
+    from the edition's.
+    """
+    if record is None:
+        return f"this tool did not write it (no record in {MANIFEST})"
+    if isinstance(record, str) and record == _digest(current):
+        return None
+    if not name.endswith(".ipynb"):
+        return None if isinstance(record, dict) and record.get("sha256") == _digest(current) else "you changed it"
+    try:
+        notebook = json.loads(current)
+        if not isinstance(notebook, dict):
+            raise ValueError("not a notebook")
+    except ValueError:
+        return "it is not a notebook this tool can read"
+    if isinstance(record, dict) and isinstance(record.get("cells"), list):
+        return _changed_cells(notebook, record["cells"])
+    changed = _changed_cells(notebook, _cell_digests(json.loads(fresh)))
+    return None if changed is None else (
+        f"{changed} (an older version of this tool wrote it, so its cells were compared with the new edition's)")
 
 
 def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, zip_path: str | Path | None = None,
                           force: bool = False) -> Written:
-    """Write the learner edition into ``out_dir`` (and optionally a zip); say which files it wrote and kept.
+    """Write the learner edition into ``out_dir`` (and optionally a zip); say which files it wrote and kept, and why.
 
-    A file already in ``out_dir`` is replaced only while it is exactly what an earlier run
-    wrote (so a newer edition reaches a folder nobody worked in); one that has changed since,
-    or that this tool did not write, is kept, since it may hold a learner's answers, unless
-    ``force``. Refuses to write into the chapters folder itself, so the solutions are kept.
+    A notebook already in ``out_dir`` is replaced while its cells' sources are what an
+    earlier run wrote (recorded in ``.tx-learner.json``), so a notebook that was only run
+    gets the new edition; one whose cells the learner changed, or that this tool did not
+    write, is kept, since it holds the learner's answers, unless ``force``. Refuses to
+    write into the chapters folder itself, so the solutions are kept.
     """
     chapters, out_dir = Path(chapters).resolve(), Path(out_dir).resolve()
     if out_dir == chapters:
@@ -394,19 +499,23 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
         manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
     except json.JSONDecodeError:
         manifest = {}
-    written, kept = [], []
+    if not isinstance(manifest, dict):
+        manifest = {}
+    written, kept, why = [], [], {}
     for name, data in files.items():
         target = out_dir / name
         if target.exists() and not force:
             current = target.read_bytes()
             if current == data:
-                manifest[name] = _digest(data)
+                manifest[name] = _record(name, data)
                 continue
-            if manifest.get(name) != _digest(current):
+            reason = _why_keep(name, current, manifest.get(name), data)
+            if reason is not None:
                 kept.append(target)
+                why[name] = reason
                 continue
         target.write_bytes(data)
-        manifest[name] = _digest(data)
+        manifest[name] = _record(name, data)
         written.append(target)
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if zip_path is not None:
@@ -415,7 +524,7 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
         with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
             for name, data in files.items():  # the fresh edition, whatever the folder holds
                 zf.writestr(f"tx-book-learner-edition/{name}", data)
-    return Written(written, kept)
+    return Written(written, kept, why)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -431,12 +540,12 @@ def main(argv: list[str] | None = None) -> None:
     learner.add_argument("--force", action="store_true", help="overwrite notebooks even if they were changed (your answers are lost)")
     args = parser.parse_args(argv)
     try:
-        written, kept = write_learner_edition(args.out_dir, args.chapters, args.zip_path, force=args.force)
+        done = write_learner_edition(args.out_dir, args.chapters, args.zip_path, force=args.force)
     except (ValueError, FileNotFoundError) as error:
         parser.exit(2, f"python -m tx.exercises learner: {error}\n")
-    print(f"wrote {len(written)} files of the learner edition to {args.out_dir}"
+    print(f"wrote {len(done.written)} files of the learner edition to {args.out_dir}"
           + (f" and {args.zip_path}" if args.zip_path else ""))
-    if kept:
-        print(f"kept {len(kept)} files that were changed after they were written, so your work is safe: "
-              + ", ".join(p.name for p in kept) + ". To replace them with the current edition, move them "
-              "away or run again with --force.", file=sys.stderr)
+    if done.kept:
+        lines = [f"kept {p.name}: {done.why.get(p.name, 'you changed it')}" for p in done.kept]
+        print("\n".join(lines) + "\nYour work in them is safe. To replace them with the current edition (your "
+              "answers are lost), move them away or run again with --force.", file=sys.stderr)
