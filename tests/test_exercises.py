@@ -80,6 +80,20 @@ def test_each_checker_is_called_once_by_its_own_chapter():
     assert sorted(calls) == sorted(name for name, _ in CHECKERS)
 
 
+def test_each_exercise_asks_for_the_function_its_stub_defines():
+    # "Write `patchify(...)`" over a stub named patchify_mine left learners unsure which to write.
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        prompt = ""
+        for cell in json.loads(path.read_text())["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "markdown" and re.search(r"^(```|:::)\{exercise\}", text, re.M):
+                prompt = text
+            elif "stub" in cell.get("metadata", {}).get("tags", []):
+                defined = re.findall(r"^def (\w+)", text, re.M)
+                asked = re.findall(r"\b[Ww]rite `(\w+)\(", prompt)
+                assert set(asked) <= set(defined), f"{path.name}: the exercise asks for {asked}, the stub defines {defined}"
+
+
 # ----------------------------------------------------------------- every checker, against degenerate answers
 
 
