@@ -91,6 +91,22 @@ def test_no_raw_myst_markup_in_the_markdown(edition, path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_no_citation_in_brackets_within_brackets(edition, path):
+    # "(section 3.1 of (Vaswani et al., 2017))" reads badly; so does "(... [VSP+17]) on the website".
+    for cell in notebook(edition, path.name)["cells"]:
+        if cell["cell_type"] == "markdown":
+            nested = re.search(r"\([^()]*\([A-Z][^()]*\b\d{4}\)", cell["source"])
+            assert not nested, f"{path.name}: {nested.group(0)!r}"
+    for cell in load(path)["cells"]:
+        if cell["cell_type"] == "markdown":
+            for paragraph in source(cell).split("\n\n"):
+                depth = 0
+                for piece in re.split(r"(\{cite:p\}`[^`]*`)", re.sub(r"\$[^$]*\$", "", paragraph)):
+                    assert not (piece.startswith("{cite:p}") and depth), f"{path.name}: {paragraph!r}"
+                    depth += piece.count("(") - piece.count(")")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_every_exercise_has_its_title_as_a_heading(edition, path):
     titles = [m.group(1).strip() for c in load(path)["cells"] if c["cell_type"] == "markdown"
               for m in re.finditer(r"^(?:```|:::)\{exercise\}[ \t]*(.+)$", source(c), re.M)]
@@ -119,6 +135,9 @@ def test_directives_roles_and_labels_become_markdown():
                            "Vaswani et al. (2017) say so.")
     assert "$$\nw = e^s \\tag{3.4}\n$$" in text
     assert to_markdown("as ({eq}`eq-ch03-softmax`) says", equations, cites) == "as (3.4) says"  # not ((3.4))
+    # Not "(section 3.1 of (Vaswani et al., 2017))": one pair of brackets.
+    assert to_markdown("(section 3.1 of {cite:p}`vaswani2017`; $f(x)$) and {cite:p}`ba2016`", equations, cites) == (
+        "(section 3.1 of Vaswani et al., 2017; $f(x)$) and (Ba et al., 2016)")
     glued = to_markdown("It has {glue:text}`n_params:,` weights, see {numref}`Figure %s <fig-ch03-x>`.\n\n"
                         "```{glue:figure} fig_x\n:name: fig-x\nThe caption.\n```", equations, cites)
     assert glued.startswith("It has `n_params` weights, see Figure.")

@@ -210,7 +210,9 @@ def _role(name: str, content: str, equations: dict[str, str], cites: dict[str, t
         found = [cites.get(k, (k, "")) for k in keys]
         if name in ("cite:t", "cite:ts"):
             return "; ".join(f"{who} ({year})" for who, year in found)
-        return "(" + "; ".join(f"{who}, {year}" if year else who for who, year in found) + ")"
+        inside = "; ".join(f"{who}, {year}" if year else who for who, year in found)
+        # Already within parentheses ("(section 3.1 of {cite:p}`x`)"), it brings none of its own.
+        return inside if name == "cite:p-bare" else f"({inside})"
     if name == "math":
         return f"${content}$"
     if name.startswith("glue"):
@@ -281,6 +283,19 @@ def _directives(text: str) -> str:
     return "\n".join(out)
 
 
+def _bare_if_in_parentheses(match: re.Match) -> str:
+    """The role's name, or "cite:p-bare" for a parenthetical citation inside a parenthesis its paragraph opened."""
+    name = match.group("name")
+    if name != "cite:p":
+        return name
+    before = match.string[: match.start()]
+    paragraph = before[before.rfind("\n\n") + 1:]
+    depth = 0
+    for char in re.sub(r"\$[^$]*\$", "", paragraph):  # parentheses in math do not count
+        depth = depth + 1 if char == "(" else max(0, depth - 1) if char == ")" else depth
+    return "cite:p-bare" if depth else name
+
+
 def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str, str]]) -> str:
     """A markdown cell's MyST as plain Markdown: directives, roles, labels and equation numbers."""
     text = _directives(text)
@@ -294,7 +309,7 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
     text = _TARGET.sub("", text)
     # "(see {eq}`x`)" is fine, but "({eq}`x`)" would read ((3.1)) once the role brings its own parentheses.
     text = re.sub(r"\((\{eq\}`[^`]*`)\)", r"\1", text)
-    text = _ROLE.sub(lambda m: _role(m.group("name"), m.group("content"), equations, cites), text)
+    text = _ROLE.sub(lambda m: _role(_bare_if_in_parentheses(m), m.group("content"), equations, cites), text)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
 
