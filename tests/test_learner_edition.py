@@ -406,3 +406,34 @@ def test_a_file_as_outdir_or_a_folder_as_zip_is_refused_before_anything_is_writt
         main(["learner", str(out), "--zip", str(tmp_path)])
     assert info.value.code == 2 and "give the zip file's name" in capsys.readouterr().err
     assert not out.exists(), "nothing is written when an argument is wrong"
+
+
+# ----------------------------------------------------------------- how long Run All takes
+
+
+def test_every_notebook_has_a_measured_run_all_time():
+    # The chapter pages show it at their exercises (_ext/book_site.py); a missing one fails the build.
+    from tx.exercises.learner import run_all_times
+
+    times = run_all_times()
+    assert sorted(times["chapters"]) == [p.name for p in NOTEBOOKS]
+    assert all(t["run_all_s"] > 0 for t in times["chapters"].values())
+    assert times["machine"]["cores"] >= 1 and isinstance(times["under_load"], bool)
+
+
+def test_a_slow_notebook_says_so_under_its_title(tmp_path):
+    from tx.exercises.learner import duration, slow_note
+
+    book = tmp_path / "book"
+    shutil.copytree(CHAPTERS, book / "chapters", ignore=shutil.ignore_patterns(".*"))
+    (book / "bench").mkdir()
+    slow, quick = NOTEBOOKS[10].name, NOTEBOOKS[2].name
+    times = {"chapters": {slow: {"run_all_s": 187.6}, quick: {"run_all_s": 41.0}}, "machine": {"cores": 2},
+             "under_load": False}
+    (book / "bench" / "run_all_times.json").write_text(json.dumps(times))
+    files = learner_files(book / "chapters")
+    first = json.loads(files[slow])["cells"][1]
+    assert first["cell_type"] == "markdown" and first["source"] == f"*{slow_note(slow, times)}*"
+    assert "takes over 2 minutes" in first["source"] and f"Run All took {duration(187.6)}" in first["source"]
+    assert duration(187.6) == "3 min 8 s" and duration(41.0) == "41 s"
+    assert not any("takes over" in c["source"] for c in json.loads(files[quick])["cells"] if c["cell_type"] == "markdown")

@@ -107,6 +107,42 @@ your function in the cell that ends in `raise NotImplementedError`, run that cel
 run the check under it.
 """
 
+RUN_ALL_TIMES = ROOT / "bench" / "run_all_times.json"
+"""Each learner notebook's Run All time, measured by ``bench/run_all_times.py``."""
+LONG_RUN_ALL_S = 120  # a notebook slower than this says so at its top: a learner should not think it hangs
+
+
+def run_all_times(path: str | Path = RUN_ALL_TIMES) -> dict[str, Any]:
+    """The measured Run All times (``{"chapters": {name: {"run_all_s": ...}}, "machine": ...}``), {} if none."""
+    path = Path(path)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def duration(seconds: float) -> str:
+    """``95`` -> "1 min 35 s"; ``40`` -> "40 s"."""
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def run_all_sentence(name: str, times: dict[str, Any], subject: str = "Run All of this notebook") -> str | None:
+    """"Run All of this notebook took 2 min 35 s on the book's CI machine (2 CPU cores)", or None if not measured."""
+    measured = times.get("chapters", {}).get(name, {}).get("run_all_s")
+    if measured is None:
+        return None
+    cores = times.get("machine", {}).get("cores")
+    where = f"{cores} CPU cores" if cores else "a CPU"
+    busy = ", measured while it was busy with other work: expect less" if times.get("under_load") else ""
+    return f"{subject} took {duration(measured)} on the book's CI machine ({where}{busy})"
+
+
+def slow_note(name: str, times: dict[str, Any], what: str = "This notebook") -> str | None:
+    """What a notebook slower than :data:`LONG_RUN_ALL_S` says under its title; None for a quicker one."""
+    sentence = run_all_sentence(name, times, subject="Run All")
+    if sentence is None or times["chapters"][name]["run_all_s"] <= LONG_RUN_ALL_S:
+        return None
+    return f"{what} takes over {LONG_RUN_ALL_S // 60} minutes to run from the top. {sentence}."
+
+
 _DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
 _OPTION = re.compile(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
 _ROLE = re.compile(r"\{(?P<name>[\w:-]+)\}`(?P<content>[^`]*)`")
@@ -317,10 +353,12 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
 
 
 def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]],
-                     chapter: int | None = None) -> dict[str, Any]:
+                     chapter: int | None = None, slow: str | None = None) -> dict[str, Any]:
     """The learner edition of one chapter (nbformat JSON): no solutions, plain Markdown, checks that let Run All go on.
 
     With ``chapter``, exercises are numbered as the website numbers them: "Exercise 3.2 (Softmax)".
+    With ``slow`` (from :func:`slow_note`), a note under the title says the notebook takes
+    over two minutes to run.
     """
     notebook = strip_solutions(notebook)
     cells = []
@@ -353,6 +391,10 @@ def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites:
     setup = {"cell_type": "code", "execution_count": None, "id": "tx-learner-setup",
              "metadata": {"tags": ["setup"]}, "outputs": [], "source": SETUP_CELL}
     cells.insert(first_code, setup)
+    if slow:
+        note = {"cell_type": "markdown", "id": "tx-learner-slow", "metadata": {},
+                "source": f"*{slow}*"}
+        cells.insert(1, note)
     return {**notebook, "cells": cells}
 
 
@@ -376,9 +418,11 @@ def learner_files(chapters: str | Path = CHAPTERS) -> dict[str, bytes]:
     root = chapters.parent
     equations, cites = equation_numbers(chapters), citations(root / "references.bib")
     files = {"README.md": README.format(repository=_repository(root)).encode("utf-8")}
+    times = run_all_times(root / "bench" / "run_all_times.json")
     for path in sources:
         chapter = int(path.name[:2]) if path.name[:2].isdigit() else None
-        notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites, chapter)
+        slow = slow_note(path.name, times)
+        notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites, chapter, slow)
         files[path.name] = (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     return files
 
