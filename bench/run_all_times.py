@@ -90,19 +90,7 @@ def main() -> None:
     from tx.exercises.learner import write_learner_edition
 
     record = json.loads(args.out.read_text()) if args.out.exists() and args.chapters else {"chapters": {}}
-    with tempfile.TemporaryDirectory() as tmp:
-        written, _ = write_learner_edition(Path(tmp) / "edition")
-        notebooks = sorted(p for p in written if p.suffix == ".ipynb"
-                           and (not args.chapters or any(p.name.startswith(c) for c in args.chapters)))
-        if not notebooks:
-            sys.exit(f"no learner notebook starts with {args.chapters}")
-        load = os.getloadavg()
-        for path in notebooks:
-            began = time.perf_counter()
-            times = run_all(path, path.parent)
-            record["chapters"][path.name] = times
-            print(f"{path.name}: Run All {times['run_all_s']:.1f} s (kernel CPU {times['kernel_cpu_s']} s; "
-                  f"{time.perf_counter() - began:.1f} s with the kernel's start)", flush=True)
+    load = os.getloadavg()
     record.update({
         "what": "wall seconds of Run All for each learner-edition notebook in a fresh kernel, first cell to last "
                 "reply (bench/run_all_times.py); kernel_cpu_s is the kernel process's CPU time",
@@ -111,8 +99,20 @@ def main() -> None:
         "load_average_at_start": [round(x, 2) for x in load],
         "under_load": args.under_load,
     })
-    record["chapters"] = dict(sorted(record["chapters"].items()))
-    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        written, _ = write_learner_edition(Path(tmp) / "edition")
+        notebooks = sorted(p for p in written if p.suffix == ".ipynb"
+                           and (not args.chapters or any(p.name.startswith(c) for c in args.chapters)))
+        if not notebooks:
+            sys.exit(f"no learner notebook starts with {args.chapters}")
+        for path in notebooks:
+            began = time.perf_counter()
+            times = run_all(path, path.parent)
+            record["chapters"][path.name] = times
+            print(f"{path.name}: Run All {times['run_all_s']:.1f} s (kernel CPU {times['kernel_cpu_s']} s; "
+                  f"{time.perf_counter() - began:.1f} s with the kernel's start)", flush=True)
+            record["chapters"] = dict(sorted(record["chapters"].items()))
+            args.out.write_text(json.dumps(record, indent=1) + "\n")  # after each: a long run keeps what it measured
     print(f"wrote {args.out}")
 
 
