@@ -417,12 +417,13 @@ def test_every_notebook_has_a_measured_run_all_time():
 
     times = run_all_times()
     assert sorted(times["chapters"]) == [p.name for p in NOTEBOOKS]
-    assert all(t["run_all_s"] > 0 for t in times["chapters"].values())
+    # A notebook the bench stopped after its time-out has a lower bound instead.
+    assert all((t["run_all_s"] or t["at_least_s"]) > 0 for t in times["chapters"].values())
     assert times["machine"]["cores"] >= 1 and isinstance(times["under_load"], bool)
 
 
 def test_a_slow_notebook_says_so_under_its_title(tmp_path):
-    from tx.exercises.learner import duration, slow_note
+    from tx.exercises.learner import duration, run_all_sentence, slow_note
 
     book = tmp_path / "book"
     shutil.copytree(CHAPTERS, book / "chapters", ignore=shutil.ignore_patterns(".*"))
@@ -437,3 +438,7 @@ def test_a_slow_notebook_says_so_under_its_title(tmp_path):
     assert "takes over 2 minutes" in first["source"] and f"Run All took {duration(187.6)}" in first["source"]
     assert duration(187.6) == "3 min 8 s" and duration(41.0) == "41 s"
     assert not any("takes over" in c["source"] for c in json.loads(files[quick])["cells"] if c["cell_type"] == "markdown")
+    times["chapters"][slow] = {"run_all_s": None, "at_least_s": 1800.0}  # the bench's time-out stopped it
+    assert run_all_sentence(slow, times) == "Run All of this notebook took over 30 min (it was stopped there) " \
+        "on the book's CI machine (2 CPU cores)"
+    assert slow_note(slow, times) is not None

@@ -121,24 +121,35 @@ def run_all_times(path: str | Path = RUN_ALL_TIMES) -> dict[str, Any]:
 def duration(seconds: float) -> str:
     """``95`` -> "1 min 35 s"; ``40`` -> "40 s"."""
     minutes, secs = divmod(round(seconds), 60)
-    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+    if not minutes:
+        return f"{secs} s"
+    return f"{minutes} min {secs} s" if secs else f"{minutes} min"
 
 
 def run_all_sentence(name: str, times: dict[str, Any], subject: str = "Run All of this notebook") -> str | None:
     """"Run All of this notebook took 2 min 35 s on the book's CI machine (2 CPU cores)", or None if not measured."""
-    measured = times.get("chapters", {}).get(name, {}).get("run_all_s")
-    if measured is None:
+    entry = times.get("chapters", {}).get(name, {})
+    if entry.get("run_all_s") is not None:
+        took = duration(entry["run_all_s"])
+    elif entry.get("at_least_s") is not None:  # stopped by the bench's time-out: a lower bound
+        took = f"over {duration(entry['at_least_s'])} (it was stopped there)"
+    else:
         return None
     cores = times.get("machine", {}).get("cores")
     where = f"{cores} CPU cores" if cores else "a CPU"
     busy = ", measured while it was busy with other work: expect less" if times.get("under_load") else ""
-    return f"{subject} took {duration(measured)} on the book's CI machine ({where}{busy})"
+    return f"{subject} took {took} on the book's CI machine ({where}{busy})"
+
+
+def _seconds(name: str, times: dict[str, Any]) -> float:
+    entry = times.get("chapters", {}).get(name, {})
+    return entry.get("run_all_s") or entry.get("at_least_s") or 0.0
 
 
 def slow_note(name: str, times: dict[str, Any], what: str = "This notebook") -> str | None:
     """What a notebook slower than :data:`LONG_RUN_ALL_S` says under its title; None for a quicker one."""
     sentence = run_all_sentence(name, times, subject="Run All")
-    if sentence is None or times["chapters"][name]["run_all_s"] <= LONG_RUN_ALL_S:
+    if sentence is None or _seconds(name, times) <= LONG_RUN_ALL_S:
         return None
     return f"{what} takes over {LONG_RUN_ALL_S // 60} minutes to run from the top. {sentence}."
 
