@@ -25,6 +25,9 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 * Links to the repository only where ``repository.url`` names one: then the header gets a
   button to it; without one, the repository, issue, edit and launch buttons are all left
   out, so no page shows an empty link (``repository_links``).
+* Under every chapter's "Exercises" heading, links to the learner edition's zip (served at
+  the site's root) and says how long the chapter's Run All took on the CI machine, read from
+  ``bench/run_all_times.json``; a chapter that took over two minutes says so under its title.
 * Gives the site a favicon (``extra/favicon.ico``, also served as ``/favicon.ico``).
 * Gives every page ``<meta name="description">`` and Open Graph tags (``og:title``,
   ``og:description``, ``og:type``, ``og:site_name``, and ``og:url`` when ``html.baseurl``
@@ -183,6 +186,44 @@ def widget_alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
                 raw.children = [nodes.Text(tagged)]
 
 
+LEARNER_ZIP = "learner-edition.zip"  # `make book` copies it to the site's root
+
+
+def learner_edition_notes(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Under a chapter's "Exercises" heading, a link to the learner edition and the chapter's Run All time.
+
+    The time is read from ``bench/run_all_times.json`` (``bench/run_all_times.py`` measures it
+    on the CI machine); a chapter that took over two minutes also says so under its title. A
+    chapter with exercises but no measured time is a warning, which fails the strict build.
+    """
+    if not docname.startswith("chapters/") or app.builder.format != "html":
+        return
+    from sphinx.util.osutil import relative_uri
+
+    from tx.exercises.learner import run_all_sentence, run_all_times, slow_note
+
+    name = docname.split("/")[-1] + ".ipynb"
+    times = run_all_times(Path(app.confdir, app.config.book_site_run_all_times))
+    sentence = run_all_sentence(name, times, subject="Run All of this chapter's notebook")
+    href = html.escape(relative_uri(app.builder.get_target_uri(docname), LEARNER_ZIP))
+    for section in doctree.findall(nodes.section):
+        title = section.next_node(nodes.title)
+        if title is None or title.parent is not section or title.astext().strip() != "Exercises":
+            continue
+        if sentence is None:
+            logger.warning(f"book_site: {app.config.book_site_run_all_times} has no Run All time for {name}: "
+                           f"run `python bench/run_all_times.py {name[:2]}` and commit the JSON.", location=docname)
+        note = (f'<p class="tx-learner-edition">Work through these exercises in Jupyter with the '
+                f'<a class="reference external" href="{href}" download>learner edition</a> (every chapter '
+                f'without its solutions, and a README that sets it up). {html.escape(sentence or "", quote=False)}.</p>')
+        section.insert(section.index(title) + 1, nodes.raw("", note, format="html"))
+        break
+    slow = slow_note(name, times, what="This chapter's notebook")
+    top = next(iter(doctree.findall(nodes.section)), None)
+    if slow is not None and top is not None and isinstance(top[0], nodes.title):
+        top.insert(1, nodes.raw("", f'<p class="tx-run-time"><em>{html.escape(slow, quote=False)}</em></p>', format="html"))
+
+
 def _prose(node: nodes.Node) -> str:
     """A paragraph's text, less its citations ("[Ala18]") and footnote marks."""
     if isinstance(node, nodes.Text):
@@ -311,6 +352,8 @@ def add_base_href(app: Sphinx, pagename: str, templatename: str, context: dict, 
 def setup(app: Sphinx) -> dict:
     app.add_config_value("book_site_vendor_dir", "_build/vendor", "env", [str])
     app.add_config_value("book_site_live_dir", "_build/live", "env", [str])
+    # Each learner notebook's measured Run All time, shown on its chapter page (bench/run_all_times.py).
+    app.add_config_value("book_site_run_all_times", "bench/run_all_times.json", "env", [str])
     # The description of pages that have no text of their own (search, index, 404);
     # by default the first paragraph of the book's root page.
     app.add_config_value("book_site_description", "", "html", [str])
@@ -321,6 +364,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", dedupe_scripts, priority=900)  # after the others
     app.connect("doctree-resolved", widget_alt_text)
     app.connect("doctree-resolved", explorer_alt_text)
+    app.connect("doctree-resolved", learner_edition_notes)
     app.add_js_file("tx-explorer.js", loading_method="defer")
     app.add_js_file("tx-live.js", loading_method="defer")  # a few kB; the runtime loads only when used
     app.add_css_file("tx-book.css")

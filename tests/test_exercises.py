@@ -80,6 +80,20 @@ def test_each_checker_is_called_once_by_its_own_chapter():
     assert sorted(calls) == sorted(name for name, _ in CHECKERS)
 
 
+def test_each_exercise_asks_for_the_function_its_stub_defines():
+    # "Write `patchify(...)`" over a stub named patchify_mine left learners unsure which to write.
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        prompt = ""
+        for cell in json.loads(path.read_text())["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "markdown" and re.search(r"^(```|:::)\{exercise\}", text, re.M):
+                prompt = text
+            elif "stub" in cell.get("metadata", {}).get("tags", []):
+                defined = re.findall(r"^def (\w+)", text, re.M)
+                asked = re.findall(r"\b[Ww]rite `(\w+)\(", prompt)
+                assert set(asked) <= set(defined), f"{path.name}: the exercise asks for {asked}, the stub defines {defined}"
+
+
 # ----------------------------------------------------------------- every checker, against degenerate answers
 
 
@@ -165,3 +179,83 @@ def test_a_failed_check_shows_its_hint_alone(name, checker, solution):
         checker(lambda *args: poisoned(solution(*args), float("nan")))
     (line,) = info.value._render_traceback_()
     assert str(info.value) in line and "Traceback" not in line
+
+
+# ----------------------------------------------------------------- an answer that raises
+
+
+def _module_from(path: Path, text: str):
+    """Import ``text`` as a module from the real file ``path``, as a learner's own file would be."""
+    import importlib.util
+
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ANSWERS = '''\
+import torch
+
+
+def softmax(scores):
+    weights = torch.exp(scores)
+    return weights / weights[len(scores)]
+
+
+def via_torch(scores):
+    return torch.matmul(scores, "not a tensor")
+'''
+
+
+def test_an_answer_that_raises_gets_a_hint_naming_the_learners_line(tmp_path):
+    answers = _module_from(tmp_path / "my_answers.py", ANSWERS)
+    with pytest.raises(tx.exercises.CheckFailed) as info:
+        tx.exercises.ch03.check_softmax(answers.softmax)
+    hint = str(info.value)
+    assert hint.startswith("softmax raised IndexError: index ")  # the exception and its message
+    assert "is out of bounds" in hint
+    # The learner's own line, with its number and text, not a line of the checker's.
+    assert "my_answers.py, line 6: `return weights / weights[len(scores)]`" in hint
+    assert "exercises" not in hint and "\n" not in hint
+    (rendered,) = info.value._render_traceback_()
+    assert hint in rendered
+
+
+def test_an_error_raised_inside_torch_points_at_the_learners_call(tmp_path):
+    # The innermost frame is torch's (or C code); the line shown is the learner's, which called it.
+    answers = _module_from(tmp_path / "my_answers.py", ANSWERS)
+    with pytest.raises(tx.exercises.CheckFailed) as info:
+        tx.exercises.call(answers.via_torch, __import__("torch").zeros(3))
+    hint = str(info.value)
+    assert hint.startswith("via_torch raised TypeError: ")
+    assert "my_answers.py, line 10: `return torch.matmul(scores, \"not a tensor\")`" in hint
+
+
+def test_a_check_failed_inside_the_answer_is_not_rewrapped():
+    def refuses():
+        raise tx.exercises.CheckFailed("your function calls torch.softmax")
+
+    with pytest.raises(tx.exercises.CheckFailed, match=r"^your function calls torch.softmax$"):
+        tx.exercises.call(refuses)
+
+
+def test_in_a_kernel_the_hint_is_one_line_naming_the_cells_line(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    answer = "import torch\nimport tx\n\n\ndef softmax(scores):\n    return scores[len(scores)]"
+    nb.cells = [nbformat.v4.new_code_cell(answer), nbformat.v4.new_code_cell("tx.exercises.ch03.check_softmax(softmax)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert not [o for o in nb.cells[0].outputs if o.output_type == "error"]
+    (error,) = [o for o in nb.cells[1].outputs if o.output_type == "error"]
+    assert error.ename == "CheckFailed"
+    assert len(error.traceback) == 1 and "\n" not in error.traceback[0]
+    line = error.traceback[0]
+    # Jupyter's own name for the cell's code, then the learner's line and its text.
+    assert "softmax raised IndexError" in line and "Cell In[1], line 6: `return scores[len(scores)]`" in line
+    assert "exercises/" not in line and "File " not in line

@@ -68,11 +68,13 @@ def test_no_solution_and_every_check_may_fail(edition, path):
     assert not [c for c in cells if "solution" in c["metadata"].get("tags", [])]
     checks = [c for c in cells if "check" in c["metadata"].get("tags", [])]
     assert checks and all("raises-exception" in c["metadata"]["tags"] for c in checks)
+    stubs = [c for c in cells if "stub" in c["metadata"].get("tags", [])]
+    assert len(stubs) == len(checks) and all("raises-exception" in c["metadata"]["tags"] for c in stubs)
     assert not [c for c in cells if "remove-output" in c["metadata"].get("tags", []) and "check" in c["metadata"]["tags"]]
     exercises = [c for c in cells if c["cell_type"] == "markdown" and re.search(r"^## Exercises", c["source"], re.M)]
     assert len(exercises) == 1
     note = exercises[0]["source"].split("## Exercises", 1)[1]
-    assert "expected" in note and "Run All" in note
+    assert "expected" in note and "Run All" in note and "your answer's own cell" in note
 
 
 # ----------------------------------------------------------------- plain Markdown
@@ -86,6 +88,22 @@ def test_no_raw_myst_markup_in_the_markdown(edition, path):
         for what, pattern in RAW_MYST.items():
             found = pattern.search(cell["source"])
             assert not found, f"raw MyST {what} in {path.name}: {cell['source'][max(0, found.start() - 80):found.end() + 80]!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_no_citation_in_brackets_within_brackets(edition, path):
+    # "(section 3.1 of (Vaswani et al., 2017))" reads badly; so does "(... [VSP+17]) on the website".
+    for cell in notebook(edition, path.name)["cells"]:
+        if cell["cell_type"] == "markdown":
+            nested = re.search(r"\([^()]*\([A-Z][^()]*\b\d{4}\)", cell["source"])
+            assert not nested, f"{path.name}: {nested.group(0)!r}"
+    for cell in load(path)["cells"]:
+        if cell["cell_type"] == "markdown":
+            for paragraph in source(cell).split("\n\n"):
+                depth = 0
+                for piece in re.split(r"(\{cite:p\}`[^`]*`)", re.sub(r"\$[^$]*\$", "", paragraph)):
+                    assert not (piece.startswith("{cite:p}") and depth), f"{path.name}: {paragraph!r}"
+                    depth += piece.count("(") - piece.count(")")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -117,6 +135,9 @@ def test_directives_roles_and_labels_become_markdown():
                            "Vaswani et al. (2017) say so.")
     assert "$$\nw = e^s \\tag{3.4}\n$$" in text
     assert to_markdown("as ({eq}`eq-ch03-softmax`) says", equations, cites) == "as (3.4) says"  # not ((3.4))
+    # Not "(section 3.1 of (Vaswani et al., 2017))": one pair of brackets.
+    assert to_markdown("(section 3.1 of {cite:p}`vaswani2017`; $f(x)$) and {cite:p}`ba2016`", equations, cites) == (
+        "(section 3.1 of Vaswani et al., 2017; $f(x)$) and (Ba et al., 2016)")
     glued = to_markdown("It has {glue:text}`n_params:,` weights, see {numref}`Figure %s <fig-ch03-x>`.\n\n"
                         "```{glue:figure} fig_x\n:name: fig-x\nThe caption.\n```", equations, cites)
     assert glued.startswith("It has `n_params` weights, see Figure.")
@@ -194,11 +215,78 @@ def test_running_again_keeps_a_learners_edits(tmp_path, capsys):
     assert mine.read_bytes() == edited
     output = capsys.readouterr()
     assert "wrote 1 files" in output.out
-    assert NOTEBOOKS[2].name in output.err and "--force" in output.err
+    assert f"kept {NOTEBOOKS[2].name}: you changed cell {len(nb.cells)}" in output.err and "--force" in output.err
     assert (out / NOTEBOOKS[0].name).exists()
 
     main(["learner", str(out), "--force"])
     assert mine.read_bytes() != edited and "my answer" not in mine.read_text()
+
+
+def _edited(path, change) -> bytes:
+    nb = nbformat.read(path, as_version=4)
+    change(nb)
+    nbformat.write(nb, path)
+    return path.read_bytes()
+
+
+def _as_if_run(nb) -> None:
+    """What Run All and JupyterLab's autosave leave: outputs, execution counts, metadata, new cell ids."""
+    for n, cell in enumerate(nb.cells):
+        cell.metadata["collapsed"] = False
+        cell.id = f"run-{n}"
+        if cell.cell_type == "code":
+            cell.execution_count = n + 1
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"run output {n}\n")]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11.9"}
+
+
+def _stubs(nb) -> list[int]:
+    return [i for i, c in enumerate(nb.cells) if "stub" in c.metadata.get("tags", [])]
+
+
+def test_a_notebook_only_run_gets_the_new_edition_and_an_edited_one_is_kept(tmp_path, capsys):
+    chapters = tmp_path / "book" / "chapters"
+    shutil.copytree(CHAPTERS, chapters, ignore=shutil.ignore_patterns(".*"))
+    out = tmp_path / "mine"
+    write_learner_edition(out, chapters)
+    run_only, edited = out / "05_multi_head_attention.ipynb", out / "03_self_attention_vectors.ipynb"
+    _edited(run_only, _as_if_run)
+    answer = _stubs(nbformat.read(edited, as_version=4))[0]
+
+    def answer_and_run(nb):
+        nb.cells[answer].source = nb.cells[answer].source.replace("raise NotImplementedError", "return 1.0")
+        _as_if_run(nb)
+
+    mine = _edited(edited, answer_and_run)
+    for name in (run_only.name, edited.name):  # a new edition of both chapters
+        _edited(chapters / name, lambda nb: setattr(nb.cells[0], "source", nb.cells[0].source + "\n\nA new sentence."))
+
+    main(["learner", str(out), "--chapters", str(chapters)])
+    err = capsys.readouterr().err
+    assert "A new sentence." in run_only.read_text() and "run output" not in run_only.read_text()
+    assert edited.read_bytes() == mine
+    # The kept notebook is named with its edited cell, numbered as the learner counts, and its exercise.
+    assert f"kept {edited.name}: you changed cell {answer + 1} (exercise 3.1's answer)" in err
+    assert run_only.name not in err
+
+
+def test_an_older_manifest_of_whole_file_digests_still_keeps_edits_and_updates_the_rest(tmp_path):
+    import hashlib
+
+    out = tmp_path / "mine"
+    write_learner_edition(out, CHAPTERS)
+    old = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir() if p.name != MANIFEST}
+    (out / MANIFEST).write_text(json.dumps(old))
+    run_only, edited, untouched = (out / NOTEBOOKS[i].name for i in (4, 2, 6))
+    _edited(run_only, _as_if_run)
+    answer = _stubs(nbformat.read(edited, as_version=4))[0]
+    mine = _edited(edited, lambda nb: setattr(nb.cells[answer], "source", "def mine(): return 1"))
+    written, kept = done = write_learner_edition(out, CHAPTERS)
+    assert [p.name for p in written] == [run_only.name]  # its cells are the edition's: only run
+    assert [p.name for p in kept] == [edited.name] and edited.read_bytes() == mine
+    assert f"you changed cell {answer + 1}" in done.why[edited.name] and "older version" in done.why[edited.name]
+    assert isinstance(json.loads((out / MANIFEST).read_text())[untouched.name]["cells"], list)  # upgraded
 
 
 def test_a_notebook_nobody_changed_gets_the_new_edition(tmp_path):
@@ -237,6 +325,32 @@ def test_make_lab_opens_a_working_copy_and_runs_as_root():
 # ----------------------------------------------------------------- the command
 
 
+def test_run_all_goes_on_past_an_answer_cell_that_raises(tmp_path):
+    # A half-written answer that raises as its cell runs: the rest of the notebook still runs,
+    # with allow_errors=False, as JupyterLab's Run All does with the raises-exception tag.
+    name = "03_self_attention_vectors.ipynb"
+    written, _ = write_learner_edition(tmp_path, CHAPTERS)
+    (learner_nb,) = [p for p in written if p.name == name]
+    nb = nbformat.read(learner_nb, as_version=4)
+    first_stub = next(c for c in nb.cells if "stub" in c.metadata.get("tags", []))
+    first_stub.source += "\n\n[1, 2, 3][7]  # a line that raises IndexError\n"
+    nbformat.write(nb, learner_nb)
+    nb = _run_all(learner_nb, tmp_path)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code), "Run All stopped before the end"
+    (raised,) = [o for o in first_stub_of(nb).outputs if o.output_type == "error"]
+    assert raised.ename == "IndexError"
+    checks = [c for c in code if "check" in c.metadata.get("tags", [])]
+    assert len(checks) >= 2
+    for cell in checks:  # every check ran, the first one's included, and gave its hint
+        (error,) = [o for o in cell.outputs if o.output_type == "error"]
+        assert error.ename == "CheckFailed" and "still raises NotImplementedError" in error.evalue
+
+
+def first_stub_of(nb) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if "stub" in c.metadata.get("tags", []))
+
+
 def test_the_command_says_what_is_wrong_with_its_folder(capsys):
     with pytest.raises(SystemExit) as info:
         main(["learner", str(CHAPTERS)])
@@ -255,3 +369,39 @@ def test_a_file_as_outdir_or_a_folder_as_zip_is_refused_before_anything_is_writt
         main(["learner", str(out), "--zip", str(tmp_path)])
     assert info.value.code == 2 and "give the zip file's name" in capsys.readouterr().err
     assert not out.exists(), "nothing is written when an argument is wrong"
+
+
+# ----------------------------------------------------------------- how long Run All takes
+
+
+def test_every_notebook_has_a_measured_run_all_time():
+    # The chapter pages show it at their exercises (_ext/book_site.py); a missing one fails the build.
+    from tx.exercises.learner import run_all_times
+
+    times = run_all_times()
+    assert sorted(times["chapters"]) == [p.name for p in NOTEBOOKS]
+    # A notebook the bench stopped after its time-out has a lower bound instead.
+    assert all((t["run_all_s"] or t["at_least_s"]) > 0 for t in times["chapters"].values())
+    assert times["machine"]["cores"] >= 1 and isinstance(times["under_load"], bool)
+
+
+def test_a_slow_notebook_says_so_under_its_title(tmp_path):
+    from tx.exercises.learner import duration, run_all_sentence, slow_note
+
+    book = tmp_path / "book"
+    shutil.copytree(CHAPTERS, book / "chapters", ignore=shutil.ignore_patterns(".*"))
+    (book / "bench").mkdir()
+    slow, quick = NOTEBOOKS[10].name, NOTEBOOKS[2].name
+    times = {"chapters": {slow: {"run_all_s": 187.6}, quick: {"run_all_s": 41.0}}, "machine": {"cores": 2},
+             "under_load": False}
+    (book / "bench" / "run_all_times.json").write_text(json.dumps(times))
+    files = learner_files(book / "chapters")
+    first = json.loads(files[slow])["cells"][1]
+    assert first["cell_type"] == "markdown" and first["source"] == f"*{slow_note(slow, times)}*"
+    assert "takes over 2 minutes" in first["source"] and f"Run All took {duration(187.6)}" in first["source"]
+    assert duration(187.6) == "3 min 8 s" and duration(41.0) == "41 s"
+    assert not any("takes over" in c["source"] for c in json.loads(files[quick])["cells"] if c["cell_type"] == "markdown")
+    times["chapters"][slow] = {"run_all_s": None, "at_least_s": 1800.0}  # the bench's time-out stopped it
+    assert run_all_sentence(slow, times) == "Run All of this notebook took over 30 min (it was stopped there) " \
+        "on the book's CI machine (2 CPU cores)"
+    assert slow_note(slow, times) is not None

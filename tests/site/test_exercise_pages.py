@@ -81,3 +81,31 @@ def test_exercises_are_numbered_as_the_learner_edition_numbers_them(docname):
             for m in re.finditer(r"^### (Exercise \d+\.\d+) \(", c["source"], re.M)]
     site = list(dict.fromkeys(re.findall(r"(Exercise \d+\.\d+) \(", text)))
     assert ours and site == ours
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_the_exercises_offer_the_learner_edition_and_the_run_all_time(docname):
+    # bench/run_all_times.json is the measurement; the page must say that chapter's figure.
+    from urllib.parse import urljoin
+
+    from tx.exercises.learner import duration, run_all_sentence, run_all_times, slow_note
+
+    html = page_text(docname)
+    section = re.search(r'<section id="exercises">.*', html, re.S)
+    assert section, "the page has no Exercises section"
+    note = re.search(r'<p class="tx-learner-edition">(.*?)</p>', section.group(0), re.S)
+    assert note, "no learner-edition note under the Exercises heading"
+    (href,) = re.findall(r'href="([^"]+)"', note.group(1))
+    target = urljoin(f"file://{HTML}/{docname}.html", href)
+    assert target == f"file://{HTML}/learner-edition.zip" and (HTML / "learner-edition.zip").is_file()
+    name = docname.split("/")[-1] + ".ipynb"
+    times = run_all_times()
+    entry = times["chapters"][name]
+    seconds = entry["run_all_s"] if entry["run_all_s"] is not None else entry["at_least_s"]  # a lower bound: timed out
+    assert duration(seconds) in note.group(1)
+    assert run_all_sentence(name, times, subject="Run All of this chapter's notebook") in note.group(1)
+    slow = slow_note(name, times, what="This chapter's notebook")
+    before_exercises = html[: section.start()]
+    assert (slow is not None) == ("tx-run-time" in before_exercises)
+    if slow is not None:
+        assert slow in before_exercises

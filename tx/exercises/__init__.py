@@ -16,7 +16,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import linecache
 import math
+import sysconfig
+from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 import torch
@@ -93,7 +96,13 @@ def forbidding(targets: list[tuple[Any, str]], why: str) -> Iterator[None]:
 
 
 def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call the learner's function; a stub still raising NotImplementedError becomes a hint."""
+    """Call the learner's function; whatever it raises becomes a one-line hint.
+
+    A stub still raising NotImplementedError gets "replace the raise line"; any other
+    exception (an IndexError, a TypeError, ...) gets its type, its message and the line of
+    the learner's code it came from (see :func:`raised_hint`), not a traceback through the
+    checker. A CheckFailed raised inside (by :func:`forbidding`, say) passes unchanged.
+    """
     if not callable(fn):
         raise CheckFailed(f"expected a function, got {type(fn).__name__}; define it in the cell above.")
     try:
@@ -103,6 +112,73 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             f"{getattr(fn, '__name__', 'your function')} still raises NotImplementedError: "
             "replace the `raise NotImplementedError` line with your code, run that cell, then this one."
         ) from None
+    except CheckFailed:
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever the learner's code raises is shown as a hint
+        raise CheckFailed(raised_hint(fn, error)) from None
+
+
+_TX = Path(__file__).resolve().parents[1]
+_LIBRARIES = {Path(p).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")
+              if (p := sysconfig.get_paths().get(key))}
+_MESSAGE_CHARS = 300  # the hint is one line; a long message is cut here
+
+
+def _inside(filename: str, folders: Any) -> bool:
+    try:
+        path = Path(filename).resolve()
+    except (OSError, ValueError):
+        return False
+    return any(path.is_relative_to(folder) for folder in folders)
+
+
+def learners_frame(error: BaseException) -> tuple[str, int] | None:
+    """``(filename, line number)`` of the learner's code that ``error`` came through, innermost first.
+
+    The learner's code is a frame whose file is neither inside tx/ nor inside an installed
+    library (torch, the standard library): a notebook cell (``/tmp/ipykernel_N/M.py``) or a
+    file of the learner's. Failing that, the innermost frame outside tx/. None if every
+    frame is tx's own (or there is no traceback).
+    """
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+        tb = tb.tb_next
+    outside_tx = [f for f in frames if not _inside(f[0], [_TX])]
+    own = [f for f in outside_tx if not _inside(f[0], _LIBRARIES)]
+    return (own or outside_tx or [None])[-1]
+
+
+def _where(filename: str) -> str:
+    """How Jupyter names a cell's code ("Cell In[7]"), else the file's name."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            kind, name = shell.compile.format_code_name(filename) or (None, None)
+            if kind:
+                return f"{kind} {name}"
+    except Exception:  # noqa: BLE001 - outside IPython, or an IPython without format_code_name
+        pass
+    return Path(filename).name
+
+
+def raised_hint(fn: Callable[..., Any], error: BaseException) -> str:
+    """One line: which exception the learner's function raised, its message, and the learner's line."""
+    name = getattr(fn, "__name__", "your function")
+    message = " ".join(str(error).split())
+    if len(message) > _MESSAGE_CHARS:
+        message = message[: _MESSAGE_CHARS - 1] + "…"
+    what = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    frame = learners_frame(error)
+    if frame is None:
+        return f"{name} raised {what}."
+    filename, lineno = frame
+    code = linecache.getline(filename, lineno).strip()
+    line = f"{_where(filename)}, line {lineno}" + (f": `{code}`" if code else "")
+    return f"{name} raised {what} (in {line})"
 
 
 def as_shape(got: Any, what: str = "the shape", length: int | None = None) -> tuple[int, ...]:

@@ -28,7 +28,7 @@ def check_patchify(fn: Callable[..., Any]) -> None:
             got = call(fn, images.clone(), P)
         expected = patchify(images, P)
         _explain_patchify(got, expected, images, P)
-        assert_tensor(got, expected, f"patchify(images of shape {shape}, patch_size={P})")
+        assert_tensor(got, expected, f"your patchify_mine(images of shape {shape}, patch_size={P})")
     passed("patches row by row, each flattened channel by channel: the sequence tx.vision.patchify makes.")
 
 

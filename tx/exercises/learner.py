@@ -11,24 +11,29 @@ in :mod:`tx.exercises`). The learner edition
   render: an exercise's title becomes a heading, ``{eq}`` references the equation numbers
   the website shows, ``{cite:p}`` an author-year citation from ``references.bib``;
 - tags every check cell ``raises-exception``, so Run All goes past a check that fails
-  because its exercise is not solved yet, and says so under each ``## Exercises``;
+  because its exercise is not solved yet, and every stub cell (the learner's answer) too, so
+  Run All goes past an answer that raises as it runs; and says so under each ``## Exercises``;
 - opens with a cell that says what to install when ``import tx`` fails.
 
-It never overwrites a notebook the learner may have worked in: a file is replaced only
-while it is byte for byte what an earlier run wrote (recorded in ``.tx-learner.json``),
-unless ``--force`` is given.
+It never overwrites a notebook the learner has worked in: a notebook is replaced only
+while its cells' sources are what an earlier run wrote (one digest per cell, recorded in
+``.tx-learner.json``; outputs, execution counts and metadata do not count, so a notebook
+that was only run gets the new edition), unless ``--force`` is given. It says which
+notebooks it kept and which of their cells were changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
 import json
 import re
 import sys
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Iterator
 
 __all__ = [
     "is_solution_cell", "strip_solutions", "to_markdown", "learner_notebook", "write_learner_edition", "main",
@@ -43,7 +48,9 @@ MANIFEST = ".tx-learner.json"
 EXPECTED_FAILURES = (
     "*Under each exercise, a check cell tests your function. Until you have solved the exercise, "
     "its check fails with a short hint in red: that is expected, and Run All goes on past it to the "
-    "end of the notebook. A solved exercise's check prints a line that starts with \"Correct\".*"
+    "end of the notebook. Run All also goes on past your answer's own cell if it raises an error; "
+    "the check under it then fails and says why. A solved exercise's check prints a line that "
+    "starts with \"Correct\".*"
 )
 
 SETUP_CELL = '''\
@@ -123,6 +130,52 @@ that build and test the book) into the clone's `.venv`, writes the learner editi
 
 LEARNER_INSTALL = ("learner/install.py", "requirements-learner.lock", "requirements-learner.txt")
 """What the zip carries besides the notebooks (and the tx wheel): paths from the book's root."""
+
+RUN_ALL_TIMES = ROOT / "bench" / "run_all_times.json"
+"""Each learner notebook's Run All time, measured by ``bench/run_all_times.py``."""
+LONG_RUN_ALL_S = 120  # a notebook slower than this says so at its top: a learner should not think it hangs
+
+
+def run_all_times(path: str | Path = RUN_ALL_TIMES) -> dict[str, Any]:
+    """The measured Run All times (``{"chapters": {name: {"run_all_s": ...}}, "machine": ...}``), {} if none."""
+    path = Path(path)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def duration(seconds: float) -> str:
+    """``95`` -> "1 min 35 s"; ``40`` -> "40 s"."""
+    minutes, secs = divmod(round(seconds), 60)
+    if not minutes:
+        return f"{secs} s"
+    return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+
+
+def run_all_sentence(name: str, times: dict[str, Any], subject: str = "Run All of this notebook") -> str | None:
+    """"Run All of this notebook took 2 min 35 s on the book's CI machine (2 CPU cores)", or None if not measured."""
+    entry = times.get("chapters", {}).get(name, {})
+    if entry.get("run_all_s") is not None:
+        took = duration(entry["run_all_s"])
+    elif entry.get("at_least_s") is not None:  # stopped by the bench's time-out: a lower bound
+        took = f"over {duration(entry['at_least_s'])} (it was stopped there)"
+    else:
+        return None
+    cores = times.get("machine", {}).get("cores")
+    where = f"{cores} CPU cores" if cores else "a CPU"
+    busy = ", measured while it was busy with other work: expect less" if times.get("under_load") else ""
+    return f"{subject} took {took} on the book's CI machine ({where}{busy})"
+
+
+def _seconds(name: str, times: dict[str, Any]) -> float:
+    entry = times.get("chapters", {}).get(name, {})
+    return entry.get("run_all_s") or entry.get("at_least_s") or 0.0
+
+
+def slow_note(name: str, times: dict[str, Any], what: str = "This notebook") -> str | None:
+    """What a notebook slower than :data:`LONG_RUN_ALL_S` says under its title; None for a quicker one."""
+    sentence = run_all_sentence(name, times, subject="Run All")
+    if sentence is None or _seconds(name, times) <= LONG_RUN_ALL_S:
+        return None
+    return f"{what} takes over {LONG_RUN_ALL_S // 60} minutes to run from the top. {sentence}."
 
 
 _DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
@@ -228,7 +281,9 @@ def _role(name: str, content: str, equations: dict[str, str], cites: dict[str, t
         found = [cites.get(k, (k, "")) for k in keys]
         if name in ("cite:t", "cite:ts"):
             return "; ".join(f"{who} ({year})" for who, year in found)
-        return "(" + "; ".join(f"{who}, {year}" if year else who for who, year in found) + ")"
+        inside = "; ".join(f"{who}, {year}" if year else who for who, year in found)
+        # Already within parentheses ("(section 3.1 of {cite:p}`x`)"), it brings none of its own.
+        return inside if name == "cite:p-bare" else f"({inside})"
     if name == "math":
         return f"${content}$"
     if name.startswith("glue"):
@@ -299,6 +354,19 @@ def _directives(text: str) -> str:
     return "\n".join(out)
 
 
+def _bare_if_in_parentheses(match: re.Match) -> str:
+    """The role's name, or "cite:p-bare" for a parenthetical citation inside a parenthesis its paragraph opened."""
+    name = match.group("name")
+    if name != "cite:p":
+        return name
+    before = match.string[: match.start()]
+    paragraph = before[before.rfind("\n\n") + 1:]
+    depth = 0
+    for char in re.sub(r"\$[^$]*\$", "", paragraph):  # parentheses in math do not count
+        depth = depth + 1 if char == "(" else max(0, depth - 1) if char == ")" else depth
+    return "cite:p-bare" if depth else name
+
+
 def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str, str]]) -> str:
     """A markdown cell's MyST as plain Markdown: directives, roles, labels and equation numbers."""
     text = _directives(text)
@@ -312,7 +380,7 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
     text = _TARGET.sub("", text)
     # "(see {eq}`x`)" is fine, but "({eq}`x`)" would read ((3.1)) once the role brings its own parentheses.
     text = re.sub(r"\((\{eq\}`[^`]*`)\)", r"\1", text)
-    text = _ROLE.sub(lambda m: _role(m.group("name"), m.group("content"), equations, cites), text)
+    text = _ROLE.sub(lambda m: _role(_bare_if_in_parentheses(m), m.group("content"), equations, cites), text)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
 
 
@@ -320,10 +388,12 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
 
 
 def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]],
-                     chapter: int | None = None) -> dict[str, Any]:
+                     chapter: int | None = None, slow: str | None = None) -> dict[str, Any]:
     """The learner edition of one chapter (nbformat JSON): no solutions, plain Markdown, checks that let Run All go on.
 
     With ``chapter``, exercises are numbered as the website numbers them: "Exercise 3.2 (Softmax)".
+    With ``slow`` (from :func:`slow_note`), a note under the title says the notebook takes
+    over two minutes to run.
     """
     notebook = strip_solutions(notebook)
     cells = []
@@ -347,11 +417,19 @@ def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites:
         elif "check" in tags:
             # The website hides a check's output; in Jupyter the verdict is the point.
             cell.setdefault("metadata", {})["tags"] = [t for t in tags if t != "remove-output"] + ["raises-exception"]
+        elif "stub" in tags:
+            # The learner's answer cell: a half-written answer may raise as it runs, and Run All
+            # should still reach the other exercises.
+            cell.setdefault("metadata", {})["tags"] = tags + ["raises-exception"]
         cells.append(cell)
     first_code = next((i for i, c in enumerate(cells) if c["cell_type"] == "code"), len(cells))
     setup = {"cell_type": "code", "execution_count": None, "id": "tx-learner-setup",
              "metadata": {"tags": ["setup"]}, "outputs": [], "source": SETUP_CELL}
     cells.insert(first_code, setup)
+    if slow:
+        note = {"cell_type": "markdown", "id": "tx-learner-slow", "metadata": {},
+                "source": f"*{slow}*"}
+        cells.insert(1, note)
     return {**notebook, "cells": cells}
 
 
@@ -397,31 +475,134 @@ def learner_files(chapters: str | Path = CHAPTERS) -> dict[str, bytes]:
     root = chapters.parent
     equations, cites = equation_numbers(chapters), citations(root / "references.bib")
     files = {"README.md": readme(root).encode("utf-8")}
+    times = run_all_times(root / "bench" / "run_all_times.json")
     for path in sources:
         chapter = int(path.name[:2]) if path.name[:2].isdigit() else None
-        notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites, chapter)
+        slow = slow_note(path.name, times)
+        notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites, chapter, slow)
         files[path.name] = (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     return files
 
 
-class Written(NamedTuple):
-    """What :func:`write_learner_edition` did: the files it wrote, and the changed ones it kept."""
+@dataclass
+class Written:
+    """What :func:`write_learner_edition` did: the files it wrote, the changed ones it kept, and why.
+
+    Unpacks as ``written, kept = write_learner_edition(...)``.
+    """
 
     written: list[Path]
     kept: list[Path]
+    why: dict[str, str] = field(default_factory=dict)
+    """``{file name: why it was kept}``, e.g. "you changed cell 12 (exercise 3.1's answer)"."""
+
+    def __iter__(self) -> Iterator[list[Path]]:
+        return iter((self.written, self.kept))
+
+
+def _cell_digests(notebook: dict[str, Any]) -> list[str]:
+    """One digest per cell, of its type and source only: outputs, counts, ids and metadata are not the learner's work."""
+    # 16 hex digits (64 bits) tell a learner's edit from the edition's cell surely enough, and keep the manifest small.
+    return [_digest(f"{c.get('cell_type', '')}\0{_source(c)}".encode("utf-8"))[:16] for c in notebook.get("cells", [])]
+
+
+def _record(name: str, data: bytes) -> str | dict[str, Any]:
+    """The manifest's entry for a file this tool writes: a notebook's whole-file and per-cell digests."""
+    if not name.endswith(".ipynb"):
+        return _digest(data)
+    return {"sha256": _digest(data), "cells": _cell_digests(json.loads(data))}
+
+
+def _exercise_of(cells: list[dict[str, Any]], index: int) -> str:
+    """" (exercise 3.1's answer)" for a stub cell, " (exercise 3.1's check)" for a check, else ""."""
+    tags = cells[index].get("metadata", {}).get("tags", [])
+    part = "answer" if "stub" in tags else "check" if "check" in tags else None
+    if part is None:
+        return ""
+    for cell in reversed(cells[:index]):
+        if cell.get("cell_type") == "markdown":
+            heading = re.search(r"^#{2,4}\s*Exercise\s*(?:(\d+(?:\.\d+)*)|:\s*(.+?))\s*(?:\(.*)?$", _source(cell), re.M)
+            if heading and heading.group(1):
+                return f" (exercise {heading.group(1)}'s {part})"
+            if heading:  # an appendix's exercises have titles, not numbers
+                return f" (the {part} to '{heading.group(2).strip()}')" if part == "answer" else \
+                    f" (the {part} of '{heading.group(2).strip()}')"
+    return f" (an exercise's {part})"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _changed_cells(current: dict[str, Any], recorded: list[str]) -> str | None:
+    """Which cells of ``current`` differ from the recorded sources, in words; None if none does.
+
+    Cells are matched as a diff matches lines, so a cell the learner inserted does not make
+    every cell after it look changed.
+    """
+    cells = current.get("cells", [])
+    digests = _cell_digests(current)
+    if digests == recorded:
+        return None
+    changed, added, deleted = [], [], 0
+    matcher = difflib.SequenceMatcher(a=recorded, b=digests, autojunk=False)
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        edited = min(a1 - a0, b1 - b0)  # a replaced run: cell for cell, then what is left over
+        changed += [f"{i + 1}{_exercise_of(cells, i)}" for i in range(b0, b0 + edited)]
+        added += [f"{i + 1}{_exercise_of(cells, i)}" for i in range(b0 + edited, b1)]
+        deleted += (a1 - a0) - edited
+    parts = []
+    for verb, which in (("changed", changed), ("added", added)):
+        if which:
+            parts.append(f"you {verb} cell{'s' if len(which) > 1 else ''} {_and(which)}")
+    if deleted:
+        parts.append(f"you deleted {deleted} cell{'s' if deleted > 1 else ''}")
+    return "; ".join(parts) or "you reordered cells"
+
+
+def _why_keep(name: str, current: bytes, record: Any, fresh: bytes) -> str | None:
+    """Why the file ``name`` (now ``current``) must be kept, or None if the new edition (``fresh``) may replace it.
+
+    A notebook is the learner's work when its cells' sources differ from what this tool
+    wrote; one only run (outputs, execution counts, metadata saved by Jupyter) is not. A
+    record from an older version of this tool holds the whole file's digest only: a file
+    still equal to it was not touched; otherwise its cells are compared with the fresh
+    edition's, and any that differ keep it, since the record cannot tell the learner's edits
+    from the edition's.
+    """
+    if record is None:
+        return f"this tool did not write it (no record in {MANIFEST})"
+    if isinstance(record, str) and record == _digest(current):
+        return None
+    if not name.endswith(".ipynb"):
+        return None if isinstance(record, dict) and record.get("sha256") == _digest(current) else "you changed it"
+    try:
+        notebook = json.loads(current)
+        if not isinstance(notebook, dict):
+            raise ValueError("not a notebook")
+    except ValueError:
+        return "it is not a notebook this tool can read"
+    if isinstance(record, dict) and isinstance(record.get("cells"), list):
+        return _changed_cells(notebook, record["cells"])
+    changed = _changed_cells(notebook, _cell_digests(json.loads(fresh)))
+    return None if changed is None else (
+        f"{changed} (an older version of this tool wrote it, so its cells were compared with the new edition's)")
 
 
 def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, zip_path: str | Path | None = None,
                           force: bool = False, wheel: str | Path | None = None) -> Written:
-    """Write the learner edition into ``out_dir`` (and optionally a zip); say which files it wrote and kept.
+    """Write the learner edition into ``out_dir`` (and optionally a zip); say which files it wrote and kept, and why.
 
     The zip also carries what its README's set-up installs: ``install.py``, the learner's
     requirements and their lock, and ``wheel``, a wheel of tx (``make book`` builds one).
 
-    A file already in ``out_dir`` is replaced only while it is exactly what an earlier run
-    wrote (so a newer edition reaches a folder nobody worked in); one that has changed since,
-    or that this tool did not write, is kept, since it may hold a learner's answers, unless
-    ``force``. Refuses to write into the chapters folder itself, so the solutions are kept.
+    A notebook already in ``out_dir`` is replaced while its cells' sources are what an
+    earlier run wrote (recorded in ``.tx-learner.json``), so a notebook that was only run
+    gets the new edition; one whose cells the learner changed, or that this tool did not
+    write, is kept, since it holds the learner's answers, unless ``force``. Refuses to
+    write into the chapters folder itself, so the solutions are kept.
     """
     chapters, out_dir = Path(chapters).resolve(), Path(out_dir).resolve()
     if out_dir == chapters:
@@ -447,19 +628,23 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
         manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
     except json.JSONDecodeError:
         manifest = {}
-    written, kept = [], []
+    if not isinstance(manifest, dict):
+        manifest = {}
+    written, kept, why = [], [], {}
     for name, data in files.items():
         target = out_dir / name
         if target.exists() and not force:
             current = target.read_bytes()
             if current == data:
-                manifest[name] = _digest(data)
+                manifest[name] = _record(name, data)
                 continue
-            if manifest.get(name) != _digest(current):
+            reason = _why_keep(name, current, manifest.get(name), data)
+            if reason is not None:
                 kept.append(target)
+                why[name] = reason
                 continue
         target.write_bytes(data)
-        manifest[name] = _digest(data)
+        manifest[name] = _record(name, data)
         written.append(target)
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if zip_path is not None:
@@ -473,7 +658,7 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
                 zf.write(path, f"tx-book-learner-edition/{name}")
             if wheel is not None:
                 zf.write(wheel, f"tx-book-learner-edition/{Path(wheel).name}", compress_type=zipfile.ZIP_STORED)
-    return Written(written, kept)
+    return Written(written, kept, why)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -490,13 +675,13 @@ def main(argv: list[str] | None = None) -> None:
     learner.add_argument("--wheel", type=Path, help="a wheel of tx for the zip (its README installs it)")
     args = parser.parse_args(argv)
     try:
-        written, kept = write_learner_edition(args.out_dir, args.chapters, args.zip_path, force=args.force,
-                                              wheel=args.wheel)
+        done = write_learner_edition(args.out_dir, args.chapters, args.zip_path, force=args.force,
+                                     wheel=args.wheel)
     except (ValueError, FileNotFoundError) as error:
         parser.exit(2, f"python -m tx.exercises learner: {error}\n")
-    print(f"wrote {len(written)} files of the learner edition to {args.out_dir}"
+    print(f"wrote {len(done.written)} files of the learner edition to {args.out_dir}"
           + (f" and {args.zip_path}" if args.zip_path else ""))
-    if kept:
-        print(f"kept {len(kept)} files that were changed after they were written, so your work is safe: "
-              + ", ".join(p.name for p in kept) + ". To replace them with the current edition, move them "
-              "away or run again with --force.", file=sys.stderr)
+    if done.kept:
+        lines = [f"kept {p.name}: {done.why.get(p.name, 'you changed it')}" for p in done.kept]
+        print("\n".join(lines) + "\nYour work in them is safe. To replace them with the current edition (your "
+              "answers are lost), move them away or run again with --force.", file=sys.stderr)
