@@ -322,7 +322,19 @@ def test_make_lab_opens_a_working_copy_and_runs_as_root():
     assert ("--allow-root" in lab[0]) == (os.geteuid() == 0)
 
 
-# ----------------------------------------------------------------- the command
+# ----------------------------------------------------------------- Run All past a raising answer
+
+
+def _run_all(learner_nb, tmp_path):
+    """Run All in a fresh kernel, once: allow_errors=False, so any cell that fails without the
+    raises-exception tag stops the run. (Every chapter's Run All in real JupyterLab is
+    tests/lab; this one checks the tags with nbclient, which honours them too.)"""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(learner_nb, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=False,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    return nb
 
 
 def test_run_all_goes_on_past_an_answer_cell_that_raises(tmp_path):
@@ -349,6 +361,9 @@ def test_run_all_goes_on_past_an_answer_cell_that_raises(tmp_path):
 
 def first_stub_of(nb) -> nbformat.NotebookNode:
     return next(c for c in nb.cells if "stub" in c.metadata.get("tags", []))
+
+
+# ----------------------------------------------------------------- the command
 
 
 def test_the_command_says_what_is_wrong_with_its_folder(capsys):
