@@ -29,7 +29,7 @@ LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit notebooks lab clean vendor chromium site-test lab-test live-models serve lock
+.PHONY: book test unit unit-then-lab notebooks lab clean vendor chromium site-test lab-test live-models serve lock
 
 # The environment is locked: requirements.lock holds every package's exact version and
 # SHA-256 (generated from requirements.txt by `make lock`), for Linux x86-64 and Python 3.11,
@@ -50,11 +50,11 @@ $(STAMP): requirements.lock requirements.txt requirements-learner.txt pyproject.
 ifeq ($(LOCKED),1)
 	if $(BIN)/python -m pip install --dry-run --ignore-installed --no-index --no-deps --quiet "$(TORCH_PIN)" >/dev/null 2>&1; \
 	then torch_index=; else torch_index="--extra-index-url $(TORCH_INDEX)"; fi; \
-	$(BIN)/python -m pip install --require-hashes -r requirements.lock $$torch_index
-	$(BIN)/python -m pip install --no-deps -e .
+	$(BIN)/python -m pip install --no-compile --require-hashes -r requirements.lock $$torch_index
+	$(BIN)/python -m pip install --no-compile --no-deps -e .
 else
 	@echo "requirements.lock is for Linux x86-64 and Python 3.11: installing requirements.txt, unlocked"
-	$(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install --no-compile -r requirements.txt
 endif
 	touch $@
 
@@ -106,13 +106,17 @@ book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
 
 ## test: every test, each chapter run as few times as the checks need. The strict book build
 ## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval
-## makes, so `make test` leaves nbval out; it builds the book beside the pytest run (-j2: the
-## build runs one notebook at a time, pytest's workers use its idle core; threads that wait
-## sleep, OMP_WAIT_POLICY), then runs the site's browser tests against that build and the
-## learner edition in real JupyterLab. Timings: bench/README.md, "Test time".
-test: $(STAMP) $(VENDOR_STAMP)
-	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget unit book
+## makes, so `make test` leaves nbval out. The build runs one notebook at a time, on one core:
+## beside it (-j2) run the unit tests, then the learner edition in real JupyterLab, on the
+## other (threads that wait sleep, OMP_WAIT_POLICY); then the site's browser tests against
+## the build. Timings: bench/README.md, "Test time".
+test: $(STAMP) $(VENDOR_STAMP) chromium
+	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book unit-then-lab
 	$(MAKE) --no-print-directory site-test
+
+# The unit tests, then the JupyterLab test: one queue of pytest runs beside the book build.
+unit-then-lab: $(STAMP)
+	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory lab-test
 
 ## unit: tx's tests, two workers: --dist worksteal hands a worker that runs out of tests the

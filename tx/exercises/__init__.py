@@ -27,7 +27,7 @@ from torch import Tensor
 
 __all__ = [
     "CheckFailed", "call", "as_shape", "assert_tensor", "assert_number", "as_number", "passed", "keeps_random_state",
-    "forbidding",
+    "forbidding", "raised_hint", "learners_frame",
 ]
 
 Checker = TypeVar("Checker", bound=Callable[..., Any])

@@ -37,7 +37,7 @@ from typing import Any, Iterator
 
 __all__ = [
     "is_solution_cell", "strip_solutions", "to_markdown", "learner_notebook", "write_learner_edition", "main",
-    "MANIFEST", "README", "Written", "readme",
+    "MANIFEST", "README", "Written", "readme", "run_all_times", "run_all_sentence", "slow_note",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
