@@ -171,7 +171,7 @@ def _seconds(name: str, times: dict[str, Any]) -> float:
 
 
 def slow_note(name: str, times: dict[str, Any], what: str = "This notebook") -> str | None:
-    """What a notebook slower than :data:`LONG_RUN_ALL_S` says under its title; None for a quicker one."""
+    """What a notebook slower than ``LONG_RUN_ALL_S`` seconds says under its title; None for a quicker one."""
     sentence = run_all_sentence(name, times, subject="Run All")
     if sentence is None or _seconds(name, times) <= LONG_RUN_ALL_S:
         return None
