@@ -136,7 +136,7 @@ def learners_frame(error: BaseException) -> tuple[str, int] | None:
     """``(filename, line number)`` of the learner's code that ``error`` came through, innermost first.
 
     The learner's code is a frame whose file is neither inside tx/ nor inside an installed
-    library (torch, the standard library): a notebook cell (``/tmp/ipykernel_N/M.py``) or a
+    library (torch, the standard library): a notebook cell (the file IPython writes for each cell) or a
     file of the learner's. Failing that, the innermost frame outside tx/. None if every
     frame is tx's own (or there is no traceback).
     """
