@@ -29,7 +29,7 @@ LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit unit-then-lab notebooks lab clean vendor chromium site-test lab-test live-models serve lock
+.PHONY: book test unit unit-then-lab book-then-site notebooks lab clean vendor chromium site-test lab-test live-models serve lock
 
 # The environment is locked: requirements.lock holds every package's exact version and
 # SHA-256 (generated from requirements.txt by `make lock`), for Linux x86-64 and Python 3.11,
@@ -110,8 +110,13 @@ book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
 ## beside it (-j2) run the unit tests, then the learner edition in real JupyterLab, on the
 ## other (threads that wait sleep, OMP_WAIT_POLICY); then the site's browser tests against
 ## the build. Timings: bench/README.md, "Test time".
-test: $(STAMP) $(VENDOR_STAMP) chromium
-	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book unit-then-lab
+test: chromium
+	$(MAKE) --no-print-directory -j2 $(STAMP) $(VENDOR_STAMP)
+	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book-then-site unit-then-lab
+
+# The build, then the browser tests of what it built: one queue of work beside the other.
+book-then-site: $(STAMP)
+	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory site-test
 
 # The unit tests, then the JupyterLab test: one queue of pytest runs beside the book build.
