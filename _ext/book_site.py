@@ -28,6 +28,8 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 * Under every chapter's "Exercises" heading, links to the learner edition's zip (served at
   the site's root) and says how long the chapter's Run All took on the CI machine, read from
   ``bench/run_all_times.json``; a chapter that took over two minutes says so under its title.
+* In the code a page shows, an equation's label (``# eq-ch10-cross-entropy``, how the
+  chapters tie a line to its equation) becomes the equation's number, ``(10.2)``.
 * Gives the site a favicon (``extra/favicon.ico``, also served as ``/favicon.ico``).
 * Gives every page ``<meta name="description">`` and Open Graph tags (``og:title``,
   ``og:description``, ``og:type``, ``og:site_name``, and ``og:url`` when ``html.baseurl``
@@ -224,6 +226,32 @@ def learner_edition_notes(app: Sphinx, doctree: nodes.document, docname: str) ->
         top.insert(1, nodes.raw("", f'<p class="tx-run-time"><em>{html.escape(slow, quote=False)}</em></p>', format="html"))
 
 
+def equation_numbers_in_code(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """In the code a page shows, an equation's label becomes the number the reader sees.
+
+    A chapter's code names the equation a line computes by its label, in a comment
+    (``# eq-ch10-cross-entropy``), so that the link between text and code survives when
+    equations are added. The reader knows the equation as (10.2): that is what the page
+    shows, numbered as the learner edition numbers it (``tx.exercises.learner``).
+    """
+    if not docname.startswith("chapters/"):
+        return
+    from tx.exercises.learner import CODE_EQUATION_LABEL, equation_numbers, number_equation_labels
+
+    numbers = equation_numbers(Path(app.srcdir, "chapters"))
+    for block in list(doctree.findall(nodes.literal_block)):
+        text = block.astext()
+        if not CODE_EQUATION_LABEL.search(text):
+            continue
+        shown = number_equation_labels(text, numbers)
+        unknown = CODE_EQUATION_LABEL.findall(shown)
+        if unknown:
+            logger.warning(f"book_site: code names equation labels that no chapter defines: {unknown}",
+                           location=block)
+        block.rawsource = shown
+        block.children = [nodes.Text(shown)]
+
+
 def _prose(node: nodes.Node) -> str:
     """A paragraph's text, less its citations ("[Ala18]") and footnote marks."""
     if isinstance(node, nodes.Text):
@@ -365,6 +393,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", widget_alt_text)
     app.connect("doctree-resolved", explorer_alt_text)
     app.connect("doctree-resolved", learner_edition_notes)
+    app.connect("doctree-resolved", equation_numbers_in_code)
     app.add_js_file("tx-explorer.js", loading_method="defer")
     app.add_js_file("tx-live.js", loading_method="defer")  # a few kB; the runtime loads only when used
     app.add_css_file("tx-book.css")
