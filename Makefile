@@ -101,6 +101,8 @@ book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
 	cp -R pyproject.toml README.md tx $(WHEEL_DIR)/src/
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation --no-index $(WHEEL_DIR)/src -w $(WHEEL_DIR)
 	$(BIN)/python -m tx.exercises learner _build/learner --zip _build/learner-edition.zip --wheel $(WHEEL_DIR)/tx-*.whl
+	# Every chapter, run $(WORKERS) at a time into the build's emptied notebook cache, which the build reads
+	$(BIN)/python _ext/execute_chapters.py --jobs $(WORKERS) chapters/*.ipynb
 	$(JB)
 	cp _build/learner-edition.zip _build/html/
 
@@ -175,7 +177,7 @@ chromium:
 
 ## site-test: browser tests of the built site (_build/html) in headless Chromium
 site-test: $(STAMP) chromium
-	$(BIN)/pytest tests/site -q
+	$(BIN)/pytest tests/site -q -n $(WORKERS) --dist loadgroup
 
 ## lab-test: every chapter of the learner edition in real JupyterLab (headless Chromium):
 ## Run All, then every control of every explorer (tests/lab)

@@ -21,6 +21,26 @@ import pytest
 
 from sitekit import CHROMIUM_ARGS, HTML, SCREENSHOTS, Visit, chromium_path, open_page
 
+# --------------------------------------------------------------------------- two workers
+
+
+def pytest_configure(config):
+    """Last run's screenshots go, once, before any worker takes new ones (not on a worker)."""
+    if not hasattr(config, "workerinput") and SCREENSHOTS.exists():
+        shutil.rmtree(SCREENSHOTS)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist's ``--dist loadgroup`` (``make site-test``), one worker takes every test
+    of a page, so each page is opened once, and every test of a file whose fixtures set up
+    something costly once (the learner zip's install) or that ranges over every page."""
+    for item in items:
+        params = getattr(item, "callspec", None)
+        docname = params.params.get("docname") if params else None
+        item.add_marker(pytest.mark.xdist_group(docname if isinstance(docname, str) else item.module.__name__))
+
+
 # --------------------------------------------------------------------------- the server
 
 
@@ -89,8 +109,6 @@ def browser():
 def visits(browser, site):
     """Each page of the book opened once, settled, screenshotted, and kept open."""
     opened: dict[str, Visit] = {}
-    if SCREENSHOTS.exists():
-        shutil.rmtree(SCREENSHOTS)
 
     def visit(docname: str) -> Visit:
         if docname not in opened:
