@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (default 2)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (_config.yml's execute.timeout)")
+    parser.add_argument("--cache", type=Path, default=CACHE, help=f"the notebook cache (default {CACHE})")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
@@ -60,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     # The build's kernels see these (set by _ext/book_site.py in the build's own process).
     os.environ["TX_EXPLORER_STATIC"] = "1"
     os.environ["TX_LIVE_DIR"] = str(LIVE.resolve())
-    shutil.rmtree(CACHE, ignore_errors=True)
-    cache = get_cache(str(CACHE))
+    shutil.rmtree(args.cache, ignore_errors=True)
+    cache = get_cache(str(args.cache))
     # The longest first, so that the runs end together: by the Run All times measured on the
     # CI machine (bench/run_all_times.json); a notebook not measured goes last.
     times_file = ROOT / "bench" / "run_all_times.json"
