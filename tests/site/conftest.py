@@ -30,17 +30,6 @@ def pytest_configure(config):
         shutil.rmtree(SCREENSHOTS)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist's ``--dist loadgroup`` (``make site-test``), one worker takes every test
-    of a page, so each page is opened once, and every test of a file whose fixtures set up
-    something costly once (the learner zip's install) or that ranges over every page."""
-    for item in items:
-        params = getattr(item, "callspec", None)
-        docname = params.params.get("docname") if params else None
-        item.add_marker(pytest.mark.xdist_group(docname if isinstance(docname, str) else item.module.__name__))
-
-
 # --------------------------------------------------------------------------- the server
 
 
