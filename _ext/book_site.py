@@ -42,6 +42,7 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 from pathlib import Path
@@ -252,6 +253,38 @@ def equation_numbers_in_code(app: Sphinx, doctree: nodes.document, docname: str)
         block.children = [nodes.Text(shown)]
 
 
+# onnxruntime-web's WebAssembly build as tx-live.js loads it (make vendor copies it to _static/ort/)
+LIVE_RUNTIME_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+
+
+def live_download_bytes(vendor: Path, live: Path) -> dict[str, int]:
+    """What a live block's first use downloads: ``{"runtime": bytes, MODEL: bytes, ...}``.
+
+    A model's bytes are its manifest and the files it names (graphs, vocabularies), as
+    tx-live.js fetches them; the runtime's are onnxruntime-web's files, fetched once a page.
+    """
+    sizes = {"runtime": sum((vendor / "ort" / f).stat().st_size for f in LIVE_RUNTIME_FILES
+                            if (vendor / "ort" / f).is_file())}
+    for manifest_path in sorted(live.glob("tx-live/*/manifest.json")):
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        files = [*manifest.get("files", {}).values(), *(manifest.get("vocab_files") or [])]
+        if manifest.get("vocab_kind") == "word" and "vocab.json" not in files:
+            files.append("vocab.json")
+        sizes[manifest_path.parent.name] = manifest_path.stat().st_size + sum(
+            (manifest_path.parent / f).stat().st_size for f in files if (manifest_path.parent / f).is_file())
+    return sizes
+
+
+def add_live_download_bytes(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """On a page with a live block, the bytes its first use downloads, for the block to say beforehand."""
+    if "tx-live" not in context.get("body", ""):
+        return
+    config = app.config
+    sizes = live_download_bytes(Path(app.confdir, config.book_site_vendor_dir), Path(app.confdir, config.book_site_live_dir))
+    # Before the page's blocks; tx-live.js, loaded with defer, runs after it.
+    context["body"] = f"<script>window.txLiveBytes = {json.dumps(sizes)};</script>\n" + context["body"]
+
+
 def _prose(node: nodes.Node) -> str:
     """A paragraph's text, less its citations ("[Ala18]") and footnote marks."""
     if isinstance(node, nodes.Text):
@@ -389,6 +422,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", apply_repository_links)
     app.connect("html-page-context", add_meta_tags)
     app.connect("html-page-context", add_base_href)
+    app.connect("html-page-context", add_live_download_bytes)
     app.connect("html-page-context", dedupe_scripts, priority=900)  # after the others
     app.connect("doctree-resolved", widget_alt_text)
     app.connect("doctree-resolved", explorer_alt_text)
