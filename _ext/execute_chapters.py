@@ -58,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.error(f"no such notebook: {', '.join(missing)}")
 
+    # Two notebooks at a time, each training on two threads, share two cores: a thread that
+    # waits for its partner must sleep, not spin (OpenMP's default), or it burns the core the
+    # other kernel needs. (Read by each kernel's OpenMP as it starts.)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     # The build's kernels see these (set by _ext/book_site.py in the build's own process).
     os.environ["TX_EXPLORER_STATIC"] = "1"
     os.environ["TX_LIVE_DIR"] = str(LIVE.resolve())
