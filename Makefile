@@ -101,15 +101,17 @@ book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
 	cp -R pyproject.toml README.md tx $(WHEEL_DIR)/src/
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation --no-index $(WHEEL_DIR)/src -w $(WHEEL_DIR)
 	$(BIN)/python -m tx.exercises learner _build/learner --zip _build/learner-edition.zip --wheel $(WHEEL_DIR)/tx-*.whl
+	# Every chapter, run $(WORKERS) at a time into the build's emptied notebook cache, which the build reads
+	$(BIN)/python _ext/execute_chapters.py --jobs $(WORKERS) chapters/*.ipynb
 	$(JB)
 	cp _build/learner-edition.zip _build/html/
 
 ## test: every test, each chapter run as few times as the checks need. The strict book build
 ## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval
-## makes, so `make test` leaves nbval out. The build runs one notebook at a time, on one core:
-## beside it (-j2) run the unit tests, then the learner edition in real JupyterLab, on the
-## other (threads that wait sleep, OMP_WAIT_POLICY); then the site's browser tests against
-## the build. Timings: bench/README.md, "Test time".
+## makes, so `make test` leaves nbval out. Two queues of work run side by side (-j2), so that
+## both cores stay busy: the build (its chapters two at a time), then the site's browser tests
+## against it; and the unit tests, then the learner edition in real JupyterLab. Threads that
+## wait sleep (OMP_WAIT_POLICY). Timings: bench/README.md, "Test time".
 test: chromium
 	$(MAKE) --no-print-directory -j2 $(STAMP) $(VENDOR_STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book-then-site unit-then-lab
@@ -174,8 +176,10 @@ chromium:
 	command -v chromium || (apt-get update && apt-get install -y chromium)
 
 ## site-test: browser tests of the built site (_build/html) in headless Chromium
+## (two workers, a test file each at a time: a file's fixtures, the learner zip's install or the
+## pages it opens, are set up once, by the worker that runs it)
 site-test: $(STAMP) chromium
-	$(BIN)/pytest tests/site -q
+	$(BIN)/pytest tests/site -q -n $(WORKERS) --dist loadfile
 
 ## lab-test: every chapter of the learner edition in real JupyterLab (headless Chromium):
 ## Run All, then every control of every explorer (tests/lab)

@@ -28,6 +28,8 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 * Under every chapter's "Exercises" heading, links to the learner edition's zip (served at
   the site's root) and says how long the chapter's Run All took on the CI machine, read from
   ``bench/run_all_times.json``; a chapter that took over two minutes says so under its title.
+* In the code a page shows, an equation's label (``# eq-ch10-cross-entropy``, how the
+  chapters tie a line to its equation) becomes the equation's number, ``(10.2)``.
 * Gives the site a favicon (``extra/favicon.ico``, also served as ``/favicon.ico``).
 * Gives every page ``<meta name="description">`` and Open Graph tags (``og:title``,
   ``og:description``, ``og:type``, ``og:site_name``, and ``og:url`` when ``html.baseurl``
@@ -40,6 +42,7 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 from pathlib import Path
@@ -224,6 +227,64 @@ def learner_edition_notes(app: Sphinx, doctree: nodes.document, docname: str) ->
         top.insert(1, nodes.raw("", f'<p class="tx-run-time"><em>{html.escape(slow, quote=False)}</em></p>', format="html"))
 
 
+def equation_numbers_in_code(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """In the code a page shows, an equation's label becomes the number the reader sees.
+
+    A chapter's code names the equation a line computes by its label, in a comment
+    (``# eq-ch10-cross-entropy``), so that the link between text and code survives when
+    equations are added. The reader knows the equation as (10.2): that is what the page
+    shows, numbered as the learner edition numbers it (``tx.exercises.learner``).
+    """
+    if not docname.startswith("chapters/"):
+        return
+    from tx.exercises.learner import CODE_EQUATION_LABEL, equation_numbers, number_equation_labels
+
+    numbers = equation_numbers(Path(app.srcdir, "chapters"))
+    for block in list(doctree.findall(nodes.literal_block)):
+        text = block.astext()
+        if not CODE_EQUATION_LABEL.search(text):
+            continue
+        shown = number_equation_labels(text, numbers)
+        unknown = CODE_EQUATION_LABEL.findall(shown)
+        if unknown:
+            logger.warning(f"book_site: code names equation labels that no chapter defines: {unknown}",
+                           location=block)
+        block.rawsource = shown
+        block.children = [nodes.Text(shown)]
+
+
+# onnxruntime-web's WebAssembly build as tx-live.js loads it (make vendor copies it to _static/ort/)
+LIVE_RUNTIME_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+
+
+def live_download_bytes(vendor: Path, live: Path) -> dict[str, int]:
+    """What a live block's first use downloads: ``{"runtime": bytes, MODEL: bytes, ...}``.
+
+    A model's bytes are its manifest and the files it names (graphs, vocabularies), as
+    tx-live.js fetches them; the runtime's are onnxruntime-web's files, fetched once a page.
+    """
+    sizes = {"runtime": sum((vendor / "ort" / f).stat().st_size for f in LIVE_RUNTIME_FILES
+                            if (vendor / "ort" / f).is_file())}
+    for manifest_path in sorted(live.glob("tx-live/*/manifest.json")):
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        files = [*manifest.get("files", {}).values(), *(manifest.get("vocab_files") or [])]
+        if manifest.get("vocab_kind") == "word" and "vocab.json" not in files:
+            files.append("vocab.json")
+        sizes[manifest_path.parent.name] = manifest_path.stat().st_size + sum(
+            (manifest_path.parent / f).stat().st_size for f in files if (manifest_path.parent / f).is_file())
+    return sizes
+
+
+def add_live_download_bytes(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """On a page with a live block, the bytes its first use downloads, for the block to say beforehand."""
+    if "tx-live" not in context.get("body", ""):
+        return
+    config = app.config
+    sizes = live_download_bytes(Path(app.confdir, config.book_site_vendor_dir), Path(app.confdir, config.book_site_live_dir))
+    # Before the page's blocks; tx-live.js, loaded with defer, runs after it.
+    context["body"] = f"<script>window.txLiveBytes = {json.dumps(sizes)};</script>\n" + context["body"]
+
+
 def _prose(node: nodes.Node) -> str:
     """A paragraph's text, less its citations ("[Ala18]") and footnote marks."""
     if isinstance(node, nodes.Text):
@@ -361,10 +422,12 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", apply_repository_links)
     app.connect("html-page-context", add_meta_tags)
     app.connect("html-page-context", add_base_href)
+    app.connect("html-page-context", add_live_download_bytes)
     app.connect("html-page-context", dedupe_scripts, priority=900)  # after the others
     app.connect("doctree-resolved", widget_alt_text)
     app.connect("doctree-resolved", explorer_alt_text)
     app.connect("doctree-resolved", learner_edition_notes)
+    app.connect("doctree-resolved", equation_numbers_in_code)
     app.add_js_file("tx-explorer.js", loading_method="defer")
     app.add_js_file("tx-live.js", loading_method="defer")  # a few kB; the runtime loads only when used
     app.add_css_file("tx-book.css")

@@ -65,3 +65,22 @@ def test_the_home_page_names_the_repository_only_when_set():
     assert f"git clone {url} && cd tx-book" in with_repo
     without = render(repository_url="", repository_branch="main")
     assert "git clone" not in without and "your-org" not in without and "http" not in without
+
+
+def test_live_download_bytes_count_what_a_block_fetches(book_site, tmp_path):
+    import json
+
+    ort = tmp_path / "vendor" / "ort"
+    ort.mkdir(parents=True)
+    for name, size in [("ort.wasm.min.js", 10), ("ort-wasm-simd-threaded.mjs", 20),
+                       ("ort-wasm-simd-threaded.wasm", 300), ("ort.all.min.js", 9999)]:
+        (ort / name).write_bytes(b"x" * size)
+    words = tmp_path / "live" / "tx-live" / "words"
+    words.mkdir(parents=True)
+    (words / "manifest.json").write_text(json.dumps({"files": {"encoder": "e.onnx", "decoder": "d.onnx"},
+                                                     "vocab_kind": "word"}))
+    for name, size in [("e.onnx", 1000), ("d.onnx", 2000), ("vocab.json", 50), ("unused.bin", 7777)]:
+        (words / name).write_bytes(b"x" * size)
+    sizes = book_site.live_download_bytes(tmp_path / "vendor", tmp_path / "live")
+    manifest = (words / "manifest.json").stat().st_size
+    assert sizes == {"runtime": 330, "words": manifest + 3050}  # no file the block does not fetch

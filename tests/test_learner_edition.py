@@ -16,8 +16,8 @@ import pytest
 
 from notebook_tools import CHAPTERS, ROOT, load, role, source
 from tx.exercises.learner import (
-    MANIFEST, SETUP_CELL, citations, equation_numbers, learner_files, main, strip_solutions, to_markdown,
-    write_learner_edition,
+    MANIFEST, SETUP_CELL, citations, equation_numbers, learner_files, main, number_equation_labels,
+    strip_solutions, to_markdown, write_learner_edition,
 )
 
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
@@ -156,6 +156,24 @@ def test_equations_are_numbered_by_chapter_in_order():
         chapter = int(path.name[:2])
         labels = re.findall(r"\$\$\s*\((eq-[\w-]+)\)", path.read_text(encoding="utf-8"))
         assert [numbers[label] for label in labels] == [f"{chapter}.{n}" for n in range(1, len(labels) + 1)]
+
+
+def test_code_names_equations_by_number(edition):
+    numbers = equation_numbers(CHAPTERS)
+    assert number_equation_labels("x = y  # eq-ch03-softmax, then eq-ch99-none", {"eq-ch03-softmax": "3.4"}) == (
+        "x = y  # equation (3.4), then eq-ch99-none")
+    labelled = 0
+    for path in NOTEBOOKS:
+        book = json.loads(path.read_text(encoding="utf-8"))
+        labelled += sum("eq-ch" in source(c) for c in book["cells"] if c["cell_type"] == "code")
+        learner = notebook(edition, path.name)
+        for cell in learner["cells"]:
+            if cell["cell_type"] == "code":
+                assert not re.search(r"\beq-ch\d\d-", source(cell)), (path.name, source(cell))
+    assert labelled > 10  # the chapters' code does name equations, and every label is known
+    assert set(re.findall(r"\beq-ch\d\d-[\w-]*\w", "".join(
+        source(c) for p in NOTEBOOKS for c in json.loads(p.read_text(encoding="utf-8"))["cells"]
+        if c["cell_type"] == "code"))) <= set(numbers)
 
 
 def test_every_cited_key_has_an_author_and_a_year():

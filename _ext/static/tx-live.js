@@ -140,6 +140,19 @@
     });
   }
 
+  // What a reader's first use of a block downloads, said before it starts: the bytes of the
+  // model's files and, unless another block loaded it already, of the ONNX runtime, as the
+  // build measured them (window.txLiveBytes, from _ext/book_site.py); without them no figure.
+  var MB = function (bytes) { return (bytes / 1e6).toFixed(1) + " MB"; };
+  function loadingNote(name) {
+    if (models[name]) return "Loading the model…";
+    var bytes = window.txLiveBytes || {};
+    if (!bytes[name] || !bytes.runtime) return "Downloading the model and the ONNX runtime, once…";
+    if (runtime) return "Downloading the model (" + MB(bytes[name]) + ", once)…";
+    return "Downloading the model (" + MB(bytes[name]) + ") and the ONNX runtime that runs it in the page (" +
+           MB(bytes.runtime) + "), once…";
+  }
+
   function loadModel(name) {
     if (!models[name]) {
       var base = new URL("tx-live/" + name + "/", STATIC);
@@ -308,7 +321,7 @@
       var text = form.elements.text.value;
       if (!text.trim()) { status.textContent = "Type a French sentence first."; return; }
       block.setAttribute("data-live-state", "busy");
-      status.textContent = "Loading the model and the ONNX runtime (a few MB, once)…";
+      status.textContent = loadingNote(block.getAttribute("data-model"));
       try {
         var model = await loadModel(block.getAttribute("data-model"));
         status.textContent = "Translating…";
@@ -382,7 +395,7 @@
       var text = form.elements.text.value, choice = form.elements.sampling.value;
       var seed = Math.max(0, Math.floor(Number(form.elements.seed.value) || 0));
       block.setAttribute("data-live-state", "busy");
-      status.textContent = "Loading the model and the ONNX runtime (a few MB, once)…";
+      status.textContent = loadingNote(block.getAttribute("data-model"));
       try {
         var model = await loadOne(block.getAttribute("data-model"));
         status.textContent = "Writing…";
@@ -517,7 +530,7 @@
       var grid = given || canvasGrid(canvas);
       if (!grid) { status.textContent = "Draw a digit first, or load an example."; return; }
       block.setAttribute("data-live-state", "busy");
-      status.textContent = "Loading the model and the ONNX runtime (a few MB, once)…";
+      status.textContent = loadingNote(block.getAttribute("data-model"));
       try {
         var model = await loadOne(block.getAttribute("data-model"));
         var start = performance.now();

@@ -21,6 +21,15 @@ import pytest
 
 from sitekit import CHROMIUM_ARGS, HTML, SCREENSHOTS, Visit, chromium_path, open_page
 
+# --------------------------------------------------------------------------- two workers
+
+
+def pytest_configure(config):
+    """Last run's screenshots go, once, before any worker takes new ones (not on a worker)."""
+    if not hasattr(config, "workerinput") and SCREENSHOTS.exists():
+        shutil.rmtree(SCREENSHOTS)
+
+
 # --------------------------------------------------------------------------- the server
 
 
@@ -89,8 +98,6 @@ def browser():
 def visits(browser, site):
     """Each page of the book opened once, settled, screenshotted, and kept open."""
     opened: dict[str, Visit] = {}
-    if SCREENSHOTS.exists():
-        shutil.rmtree(SCREENSHOTS)
 
     def visit(docname: str) -> Visit:
         if docname not in opened:

@@ -19,6 +19,7 @@ SCREENSHOTS = BOOK / "_build" / "screenshots"
 
 # Debian's Chromium as CI runs it, as root: no sandbox, no GPU, and none of the browser's
 # own background connections (the network reaches only package registries).
+BUSY_MACHINE_MS = 120_000  # what a page may take on a busy machine (see open_page)
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -103,6 +104,10 @@ def open_page(browser, site: str, path: str, settle: bool = True) -> Visit:
     """Open site + path in a fresh context that lets no request leave the site."""
     visit = Visit(url=site + path)
     context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    # Every wait is for something that does come (a load, the network going quiet, a redraw);
+    # `make test` runs these beside the JupyterLab tests on two cores, where a page can take
+    # longer than Playwright's 30 s default. A page that never gets there still fails, later.
+    context.set_default_timeout(BUSY_MACHINE_MS)
 
     def route(route):
         url = route.request.url

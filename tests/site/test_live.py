@@ -181,6 +181,36 @@ def test_what_the_block_downloads_fits_the_budget_and_stays_on_the_site(visits_l
     assert not live.external and not live.problems(), live.external + live.problems()
 
 
+def test_the_block_says_how_much_it_downloads_before_it_starts(browser, site):
+    """The first use names the megabytes it is about to fetch: the model's files and the runtime's."""
+    live = open_page(browser, site, f"{PAGE}.html")  # a fresh page: nothing loaded yet
+    try:
+        page = live.page
+        block = page.locator('[data-live-model="translate"]').first
+        block.evaluate("""b => { window.txStatuses = [];
+            new MutationObserver(() => window.txStatuses.push(b.querySelector('.tx-live-status').textContent))
+              .observe(b.querySelector('.tx-live-status'), {childList: true, characterData: true, subtree: true}); }""")
+        _translate(page, "merci")
+        said = page.evaluate("window.txStatuses")[0]
+        match = re.fullmatch(r"Downloading the model \(([\d.]+) MB\) and the ONNX runtime that runs it in the "
+                             r"page \(([\d.]+) MB\), once…", said)
+        assert match, said
+        static = HTML / "_static"
+        manifest = json.loads((static / "tx-live" / "fr_en_small" / "manifest.json").read_text(encoding="utf-8"))
+        model = sum((static / "tx-live" / "fr_en_small" / f).stat().st_size
+                    for f in ["manifest.json", *manifest["files"].values(), *manifest["vocab_files"]])
+        runtime = sum(f.stat().st_size for f in (static / "ort").iterdir() if f.suffix in (".js", ".mjs", ".wasm"))
+        assert float(match.group(1)) == round(model / 1e6, 1) and float(match.group(2)) == round(runtime / 1e6, 1), (
+            said, model, runtime)
+        # the second sentence downloads nothing more, and says so
+        page.evaluate("window.txStatuses = []")
+        _translate(page, "je suis étudiant")
+        assert page.evaluate("window.txStatuses")[0] == "Loading the model…"
+        assert not live.external and not live.problems(), live.external + live.problems()
+    finally:
+        live.context.close()
+
+
 def test_a_page_opened_from_a_file_says_how_to_serve_the_site(browser):
     context = browser.new_context()
     try:

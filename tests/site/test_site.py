@@ -483,6 +483,14 @@ def test_no_placeholder_link_or_text(visits, docname):
 
 
 @pytest.mark.parametrize("docname", PAGES)
+def test_no_equation_label_shown(visits, docname):
+    """A chapter's code names equations by label (eq-ch10-rate); the page shows the number."""
+    text = visits(docname).page.evaluate("() => document.body.innerText")
+    found = re.search(r"\beq-ch\d\d-[\w-]+", text)
+    assert not found, f"an equation's label on the page: ...{_snippet(text, found)}..."
+
+
+@pytest.mark.parametrize("docname", PAGES)
 def test_no_path_of_the_build_machine(visits, docname):
     text = visits(docname).page.evaluate(VISIBLE_TEXT_JS, False)
     found = MACHINE_PATH.search(text)

@@ -240,6 +240,23 @@ def equation_numbers(chapters: Path) -> dict[str, str]:
     return numbers
 
 
+CODE_EQUATION_LABEL = re.compile(r"\beq-ch\d\d-[\w-]*\w")  # as a chapter's code names an equation
+
+
+def number_equation_labels(code: str, equations: dict[str, str]) -> str:
+    """``code`` with each equation label it names (``# eq-ch10-rate``) as a reader knows the equation.
+
+    The chapters tie a line of code to the equation it computes by the equation's label, which
+    stays right when equations are added; a reader sees "equation (10.5)". A label that no
+    chapter defines is left as it is.
+    """
+    def shown(match: re.Match) -> str:
+        label = match.group()
+        return f"equation ({equations[label]})" if label in equations else label
+
+    return CODE_EQUATION_LABEL.sub(shown, code)
+
+
 def _last_names(field: str) -> list[str]:
     names = []
     for person in re.split(r"\s+and\s+", field.strip()):
@@ -414,7 +431,9 @@ def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites:
             text = re.sub(r"^(## Exercises\b.*)$", lambda m: f"{m.group(1)}\n\n{EXPECTED_FAILURES}", text,
                           count=1, flags=re.M | re.I)
             cell["source"] = text
-        elif "check" in tags:
+        else:
+            cell["source"] = number_equation_labels(_source(cell), equations)
+        if "check" in tags:
             # The website hides a check's output; in Jupyter the verdict is the point.
             cell.setdefault("metadata", {})["tags"] = [t for t in tags if t != "remove-output"] + ["raises-exception"]
         elif "stub" in tags:

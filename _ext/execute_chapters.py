@@ -1,0 +1,89 @@
+"""Run the book's notebooks for its build, several at a time, into the build's notebook cache.
+
+``make book`` runs this before ``jupyter-book build``. Jupyter Book executes the notebooks of
+a build one after another; on a machine with two cores that leaves one idle for the whole
+of the longest part of the build. This script empties the build's cache
+(``_build/.jupyter_cache``), runs every notebook given, ``--jobs`` at a time, each in a fresh
+kernel in its own folder, with the build's settings (``_config.yml``: no errors allowed, the
+per-cell timeout) and the build's environment (``TX_EXPLORER_STATIC``, ``TX_LIVE_DIR``; see
+``_ext/book_site.py``), and stores each executed notebook in the cache. The build
+(``execute_notebooks: cache``) then takes the outputs from there; a notebook missing from the
+cache it would execute itself.
+
+The cache is emptied first, so every ``make book`` runs every notebook, as
+``execute_notebooks: force`` did: the pages show what the code does today.
+
+A notebook that raises stops the script at once with its traceback and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from jupyter_cache import get_cache
+from jupyter_cache.base import CacheBundleIn
+from jupyter_cache.executors.utils import single_nb_execution
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book's default for execute.cache
+LIVE = ROOT / "_build" / "live"  # _config.yml's book_site_live_dir
+
+
+def _execute(task: tuple[str, int]) -> tuple[str, nbformat.NotebookNode, float, str | None]:
+    """One notebook run top to bottom in a fresh kernel, in the notebook's folder."""
+    path, timeout = task
+    nb = nbformat.read(path, as_version=4)
+    result = single_nb_execution(nb, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False)
+    return path, nb, result.time, result.exc_string if result.err is not None else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--jobs", type=int, default=2, help="notebooks run at once (default 2)")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (_config.yml's execute.timeout)")
+    parser.add_argument("--cache", type=Path, default=CACHE, help=f"the notebook cache (default {CACHE})")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    missing = [str(p) for p in args.notebooks if not p.is_file()]
+    if missing:
+        parser.error(f"no such notebook: {', '.join(missing)}")
+
+    # The build's kernels see these (set by _ext/book_site.py in the build's own process).
+    os.environ["TX_EXPLORER_STATIC"] = "1"
+    os.environ["TX_LIVE_DIR"] = str(LIVE.resolve())
+    shutil.rmtree(args.cache, ignore_errors=True)
+    cache = get_cache(str(args.cache))
+    # The longest first, so that the runs end together: by the Run All times measured on the
+    # CI machine (bench/run_all_times.json); a notebook not measured goes last.
+    times_file = ROOT / "bench" / "run_all_times.json"
+    times = json.loads(times_file.read_text(encoding="utf-8"))["chapters"] if times_file.is_file() else {}
+    paths = sorted((str(p.resolve()) for p in args.notebooks),
+                   key=lambda p: -times.get(Path(p).name, {}).get("run_all_s", 0.0))
+    began = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+        for path, nb, seconds, error in pool.imap_unordered(_execute, [(p, args.timeout) for p in paths]):
+            name = os.path.relpath(path, ROOT)
+            if error is not None:
+                pool.terminate()
+                print(f"{name}: a cell raised; the build stops here.\n{error}", file=sys.stderr)
+                return 1
+            record = cache.add_nb_to_project(path)
+            cache.cache_notebook_bundle(CacheBundleIn(nb, record.uri, data={"execution_seconds": seconds}),
+                                        check_validity=False, overwrite=True)
+            print(f"{name}: ran in {seconds:.1f} s", flush=True)
+    print(f"{len(paths)} notebooks in {time.perf_counter() - began:.0f} s, {args.jobs} at a time", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

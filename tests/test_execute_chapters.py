@@ -1,0 +1,61 @@
+"""_ext/execute_chapters.py: the book's notebooks run in parallel into the cache the build reads."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import nbformat
+from jupyter_cache import get_cache
+
+from notebook_tools import ROOT
+
+SCRIPT = ROOT / "_ext" / "execute_chapters.py"
+
+
+def _notebook(path, *cells):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_every_notebook_is_cached_as_the_build_looks_it_up(tmp_path):
+    cache_dir = tmp_path / "cache"
+    (cache_dir / "stale").mkdir(parents=True)  # a cache left by an earlier build is emptied
+    a = _notebook(tmp_path / "a.ipynb", "import os\nprint(os.environ['TX_EXPLORER_STATIC'], os.getcwd())")
+    b = _notebook(tmp_path / "b.ipynb", "print(6 * 7)")
+    done = _run(a, b, "--jobs", 2, "--cache", cache_dir)
+    assert done.returncode == 0, done.stderr
+    assert not (cache_dir / "stale").exists()
+    cache = get_cache(str(cache_dir))
+    # myst-nb's cache mode finds a notebook by its code, as read from its file
+    outputs = {}
+    for path in (a, b):
+        record = cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        _, merged = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))
+        outputs[path.name] = merged.cells[0].outputs[0]["text"]
+        assert record.data["execution_seconds"] > 0
+    # the build's environment, and each notebook in its own folder
+    assert outputs["a.ipynb"] == f"1 {tmp_path}\n" and outputs["b.ipynb"] == "42\n"
+    assert "2 notebooks in" in done.stdout
+
+
+def test_a_notebook_that_raises_stops_it_with_the_traceback(tmp_path):
+    bad = _notebook(tmp_path / "bad.ipynb", "x = 1", "raise ValueError('the cell that fails')")
+    done = _run(bad, "--jobs", 1, "--cache", tmp_path / "cache")
+    assert done.returncode == 1
+    assert "bad.ipynb: a cell raised" in done.stderr and "the cell that fails" in done.stderr
+    assert "ValueError" in done.stderr
+
+
+def test_bad_arguments_say_what_is_wrong(tmp_path):
+    done = _run(tmp_path / "missing.ipynb", "--cache", tmp_path / "cache")
+    assert done.returncode == 2 and "no such notebook" in done.stderr
+    done = _run(_notebook(tmp_path / "ok.ipynb", "1"), "--jobs", 0, "--cache", tmp_path / "cache")
+    assert done.returncode == 2 and "--jobs must be at least 1" in done.stderr
