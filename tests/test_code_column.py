@@ -16,14 +16,20 @@ import textwrap
 import pytest
 
 from notebook_tools import CHAPTERS, load, source
+from tx.exercises.learner import equation_numbers, number_equation_labels
 
 COLUMN = 79  # characters of code the page's column holds at 1280 px
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
 
 
+EQUATIONS = equation_numbers(CHAPTERS)
+
+
 def code_cells(path):
-    """(index, source) of every code cell of a chapter notebook."""
-    return [(i, source(c)) for i, c in enumerate(load(path)["cells"]) if c["cell_type"] == "code"]
+    """(index, source) of every code cell of a chapter notebook, as the page and the learner
+    edition show it: an equation's label in a comment as its number ("equation (10.2)")."""
+    return [(i, number_equation_labels(source(c), EQUATIONS))
+            for i, c in enumerate(load(path)["cells"]) if c["cell_type"] == "code"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
