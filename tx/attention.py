@@ -72,11 +72,14 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
         )
 
 
-def self_attention_by_vectors(X: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) -> Tensor:
-    """Self-attention computed the slow way, one word at a time, as the six steps of the book.
+def self_attention_by_vectors(
+    X: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor
+) -> Tensor:
+    """Self-attention computed the slow way, one word at a time, as the six
+    steps of the book.
 
-    X [n, D] holds one embedding per word; W_q, W_k [D, Dk]; W_v [D, Dv]. Returns Z [n, Dv],
-    equal to ``attention(X @ W_q, X @ W_k, X @ W_v)[0]``.
+    X [n, D] holds one embedding per word; W_q, W_k [D, Dk]; W_v [D, Dv].
+    Returns Z [n, Dv], equal to ``attention(X @ W_q, X @ W_k, X @ W_v)[0]``.
     """
     _check_vectors(X, W_q, W_k, W_v)
     n = X.shape[0]

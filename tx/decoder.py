@@ -77,12 +77,25 @@ class DecoderLayer(nn.Module):
         self.residual3 = Residual(d_model, dropout, norm_first)
 
     def forward(
-        self, x: Tensor, memory: Tensor, src_mask: Tensor | None = None, tgt_mask: Tensor | None = None,
-        self_cache: KVCache | None = None, cross_cache: KVCache | None = None,
+        self,
+        x: Tensor,
+        memory: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        self_cache: KVCache | None = None,
+        cross_cache: KVCache | None = None,
     ) -> Tensor:
-        """``tgt_mask`` keeps each position from seeing later ones; ``src_mask`` hides source padding."""
-        x = self.residual1(x, lambda y: self.self_attn(y, y, y, tgt_mask, cache=self_cache))
-        x = self.residual2(x, lambda y: self.cross_attn(y, memory, memory, src_mask, cache=cross_cache))
+        """``tgt_mask`` keeps each position from seeing later ones; ``src_mask``
+        hides source padding."""
+        x = self.residual1(
+            x, lambda y: self.self_attn(y, y, y, tgt_mask, cache=self_cache)
+        )
+        x = self.residual2(
+            x,
+            lambda y: self.cross_attn(
+                y, memory, memory, src_mask, cache=cross_cache
+            ),
+        )
         return self.residual3(x, self.feed_forward)
 
 

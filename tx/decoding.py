@@ -65,15 +65,22 @@ def _check_beams(beam_size: int, n_best: int, length_penalty: float, trace: list
 
 
 def greedy_decode(
-    model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool = True
+    model: nn.Module,
+    src: Tensor,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    use_cache: bool = True,
 ) -> Tensor:
-    """Pick the most probable token at every step. src [B, S] -> tokens [B, L] with L <= 1 + max_len.
+    """Pick the most probable token at every step. src [B, S] -> tokens [B, L]
+    with L <= 1 + max_len.
 
-    Every row starts with ``bos_id``; ``max_len`` counts the tokens generated after it,
-    <eos> included. Rows that have finished are padded with the model's pad id, and the
-    loop stops once every row has (``eos_id=-1`` matches no token: every row runs to
-    ``max_len``). ``use_cache=False`` re-runs the decoder over the
-    whole prefix at each step: slower, same tokens.
+    Every row starts with ``bos_id``; ``max_len`` counts the tokens generated
+    after it, <eos> included. Rows that have finished are padded with the
+    model's pad id, and the loop stops once every row has (``eos_id=-1``
+    matches no token: every row runs to ``max_len``). ``use_cache=False``
+    re-runs the decoder over the whole prefix at each step: slower, same
+    tokens.
     """
     _check_lengths(model, max_len)
     _check_ids(model, src, bos_id, eos_id)
@@ -81,7 +88,8 @@ def greedy_decode(
     with _evaluating(model):
         memory = model.encode(src)  # [B, S, D]
         B = src.size(0)
-        ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # [B, 1]
+        # [B, 1]
+        ys = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(B, dtype=torch.bool, device=src.device)
         cache = model.new_cache(max_len) if use_cache else None
         for _ in range(max_len):
@@ -92,7 +100,9 @@ def greedy_decode(
             done |= token == eos_id
             if bool(done.all()):
                 break
-    return ys.clone()  # a normal tensor: inference-mode tensors cannot be fed back with gradients on
+    # a normal tensor: inference-mode tensors cannot be fed back with
+    # gradients on
+    return ys.clone()
 
 
 @dataclass
@@ -107,20 +117,29 @@ class Hypothesis:
 PENALTY_FORMS = ("power", "gnmt")  # the two length penalties beam_search offers
 
 
-def normalised_score(log_prob: float, length: int, length_penalty: float, penalty_form: str = "power") -> float:
-    """score = sum of token log-probs / lp(length), with lp chosen by ``penalty_form``.
+def normalised_score(
+    log_prob: float,
+    length: int,
+    length_penalty: float,
+    penalty_form: str = "power",
+) -> float:
+    """score = sum of token log-probs / lp(length), with lp chosen by
+    ``penalty_form``.
 
     ``"power"``: lp(L) = L ** length_penalty, the plain power of the length.
-    ``"gnmt"``: lp(L) = ((5 + L) / 6) ** length_penalty, the penalty of Wu et al. (2016),
-    which the Transformer paper uses with length_penalty = 0.6. Both are 1 when
-    length_penalty is 0 (no normalisation) and grow with L, so both favour longer
-    hypotheses as length_penalty grows; "gnmt" grows more slowly for short sentences.
+    ``"gnmt"``: lp(L) = ((5 + L) / 6) ** length_penalty, the penalty of Wu et
+    al. (2016), which the Transformer paper uses with length_penalty = 0.6.
+    Both are 1 when length_penalty is 0 (no normalisation) and grow with L, so
+    both favour longer hypotheses as length_penalty grows; "gnmt" grows more
+    slowly for short sentences.
     """
     if penalty_form == "power":
         return log_prob / length**length_penalty
     if penalty_form == "gnmt":
         return log_prob / ((5 + length) / 6) ** length_penalty
-    raise ValueError(f"penalty_form must be one of {PENALTY_FORMS}, got {penalty_form!r}.")
+    raise ValueError(
+        f"penalty_form must be one of {PENALTY_FORMS}, got {penalty_form!r}."
+    )
 
 
 def _best_possible(
@@ -147,19 +166,22 @@ def beam_search(
     trace: list[list[dict[str, Any]]] | None = None,
     penalty_form: str = "power",
 ) -> list[list[tuple[Tensor, float]]]:
-    """Keep the ``beam_size`` most probable prefixes at every step, batched over sentences and beams.
+    """Keep the ``beam_size`` most probable prefixes at every step, batched
+    over sentences and beams.
 
-    src [B, S]. Returns, per source sentence, a list of ``n_best`` ``(tokens, score)``
-    pairs, best first; tokens is a 1-D LongTensor starting with ``bos_id``; score = sum of
-    token log-probs / len ** ``length_penalty``, len counting the generated tokens (<eos>
-    included). A hypothesis ends at <eos> or after ``max_len`` tokens. ``beam_size=1``
-    gives the same tokens as :func:`greedy_decode`. Pass a list as ``trace`` to receive,
-    for the first sentence, every step's kept and pruned candidates (for
-    :func:`tx.viz.beam_search_tree`). ``penalty_form="gnmt"`` divides by
-    ((5 + len) / 6) ** ``length_penalty`` instead, the paper's penalty (see
-    :func:`normalised_score`).
+    src [B, S]. Returns, per source sentence, a list of ``n_best``
+    ``(tokens, score)`` pairs, best first; tokens is a 1-D LongTensor
+    starting with ``bos_id``; score = sum of token log-probs / len **
+    ``length_penalty``, len counting the generated tokens (<eos> included).
+    A hypothesis ends at <eos> or after ``max_len`` tokens. ``beam_size=1``
+    gives the same tokens as :func:`greedy_decode`. Pass a list as ``trace``
+    to receive, for the first sentence, every step's kept and pruned
+    candidates (for :func:`tx.viz.beam_search_tree`).
+    ``penalty_form="gnmt"`` divides by ((5 + len) / 6) ** ``length_penalty``
+    instead, the paper's penalty (see :func:`normalised_score`).
     """
-    normalised_score(0.0, 1, length_penalty, penalty_form)  # an unknown penalty_form fails here, before any work
+    # an unknown penalty_form fails here, before any work
+    normalised_score(0.0, 1, length_penalty, penalty_form)
     _check_lengths(model, max_len)
     _check_ids(model, src, bos_id, eos_id)
     _check_beams(beam_size, n_best, length_penalty, trace)
@@ -168,34 +190,70 @@ def beam_search(
         memory = model.encode(src).repeat_interleave(K, dim=0)  # [B*K, S, D]
         src_k = src.repeat_interleave(K, dim=0)  # [B*K, S]
         cache = model.new_cache(max_len)
-        tokens = torch.full((B * K, 1), bos_id, dtype=torch.long, device=src.device)  # [B*K, 1]
+        # [B*K, 1]
+        tokens = torch.full(
+            (B * K, 1), bos_id, dtype=torch.long, device=src.device
+        )
         # Only beam 0 is alive at the start; the others would duplicate it.
-        scores = torch.full((B, K), float("-inf"), device=src.device)  # [B, K] summed log-probs
+        # [B, K] summed log-probs
+        scores = torch.full((B, K), float("-inf"), device=src.device)
         scores[:, 0] = 0.0
         finished: list[list[Hypothesis]] = [[] for _ in range(B)]
         active = [True] * B
         if trace is not None:
-            trace.append([{"parent": None, "token": bos_id, "score": 0.0, "finished": False}])
+            trace.append(
+                [
+                    {
+                        "parent": None,
+                        "token": bos_id,
+                        "score": 0.0,
+                        "finished": False,
+                    }
+                ]
+            )
         for step in range(1, max_len + 1):
-            logits = model.decode(memory, src_k, tokens[:, -1:], cache)[:, -1]  # [B*K, V]
+            # [B*K, V]
+            logits = model.decode(memory, src_k, tokens[:, -1:], cache)[:, -1]
             log_probs = logits.float().log_softmax(dim=-1)
             V = log_probs.size(-1)
-            candidates = scores[:, :, None] + log_probs.view(B, K, V)  # [B, K, V]
-            # 2K candidates leave K to continue even if up to K of them end with <eos>.
-            top, flat = candidates.view(B, K * V).topk(min(2 * K, K * V), dim=-1)  # [B, 2K]
+            # [B, K, V]
+            candidates = scores[:, :, None] + log_probs.view(B, K, V)
+            # 2K candidates leave K to continue even if up to K of them end
+            # with <eos>.
+            # [B, 2K]
+            top, flat = candidates.view(B, K * V).topk(
+                min(2 * K, K * V), dim=-1
+            )
             parent, token = flat // V, flat % V  # [B, 2K]
             keep_parent, keep_token, keep_score = _select(
-                tokens.view(B, K, -1), top, parent, token, finished, active, step, max_len,
-                eos_id, (length_penalty, penalty_form), n_best, trace,
+                tokens.view(B, K, -1),
+                top,
+                parent,
+                token,
+                finished,
+                active,
+                step,
+                max_len,
+                eos_id,
+                (length_penalty, penalty_form),
+                n_best,
+                trace,
             )
             if not any(active):
                 break
             scores = keep_score  # [B, K]
-            rows = (torch.arange(B, device=src.device)[:, None] * K + keep_parent).view(-1)  # [B*K]
+            # [B*K]
+            rows = (
+                torch.arange(B, device=src.device)[:, None] * K + keep_parent
+            ).view(-1)
             cache.reorder(rows)
-            tokens = torch.cat([tokens[rows], keep_token.view(-1, 1)], dim=1)  # [B*K, step+1]
+            # [B*K, step+1]
+            tokens = torch.cat([tokens[rows], keep_token.view(-1, 1)], dim=1)
     return [
-        [(h.tokens.clone(), h.score) for h in sorted(hyps, key=lambda h: -h.score)[:n_best]]
+        [
+            (h.tokens.clone(), h.score)
+            for h in sorted(hyps, key=lambda h: -h.score)[:n_best]
+        ]
         for hyps in finished
     ]
 

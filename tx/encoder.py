@@ -15,25 +15,43 @@ __all__ = ["EncoderLayer", "Encoder"]
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention, then the feed-forward network, each inside a :class:`~tx.layers.Residual`; [B, S, D] -> [B, S, D]."""
+    """Self-attention, then the feed-forward network, each inside a
+    :class:`~tx.layers.Residual`; [B, S, D] -> [B, S, D]."""
 
     def __init__(
-        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-        norm_first: bool = False, attention_dropout: float = 0.0, activation: str = "relu",
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        attention_dropout: float = 0.0,
+        activation: str = "relu",
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_heads, attention_dropout
+        )
         self.feed_forward = FeedForward(d_model, d_ff, activation)
         self.residual1 = Residual(d_model, dropout, norm_first)
         self.residual2 = Residual(d_model, dropout, norm_first)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
-        """Every position attends to every unmasked position, then is transformed on its own.
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """Every position attends to every unmasked position, then is
+        transformed on its own.
 
-        With a causal ``mask`` this is a decoder-only model's block; ``cache`` then keeps the
-        keys and values of earlier positions, so ``x`` may hold only the new ones.
+        With a causal ``mask`` this is a decoder-only model's block; ``cache``
+        then keeps the keys and values of earlier positions, so ``x`` may hold
+        only the new ones.
         """
-        x = self.residual1(x, lambda y: self.self_attn(y, y, y, mask, cache=cache))
+        x = self.residual1(
+            x, lambda y: self.self_attn(y, y, y, mask, cache=cache)
+        )
         return self.residual2(x, self.feed_forward)
 
 
@@ -56,12 +74,24 @@ class Encoder(nn.Module):
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, caches: list[KVCache] | None = None) -> Tensor:
-        """Run the stack: each layer's output is the next layer's input; ``caches``: one KVCache a layer, or None."""
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        caches: list[KVCache] | None = None,
+    ) -> Tensor:
+        """Run the stack: each layer's output is the next layer's input;
+        ``caches``: one KVCache a layer, or None."""
         if caches is not None and len(caches) != len(self.layers):
-            raise ValueError(f"caches must hold one KVCache per layer ({len(self.layers)}), got {len(caches)}.")
-        if caches is None or caches[0].length == 0:  # a decoding's later steps skip it: x comes from the same model
-            check_dtype("x", x, self.layers[0].self_attn.w_q.weight, "the encoder")
+            raise ValueError(
+                f"caches must hold one KVCache per layer "
+                f"({len(self.layers)}), got {len(caches)}."
+            )
+        # a decoding's later steps skip it: x comes from the same model
+        if caches is None or caches[0].length == 0:
+            check_dtype(
+                "x", x, self.layers[0].self_attn.w_q.weight, "the encoder"
+            )
         for i, layer in enumerate(self.layers):
             x = layer(x, mask, None if caches is None else caches[i])
         return self.norm(x)

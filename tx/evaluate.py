@@ -61,24 +61,41 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
 
 def evaluate(
-    model: nn.Module, pairs: Sequence[tuple[str, str]], src_vocab: data.Vocab, tgt_vocab: data.Vocab,
-    beam_size: int = 1, length_penalty: float = 0.0, penalty_form: str = "power",
+    model: nn.Module,
+    pairs: Sequence[tuple[str, str]],
+    src_vocab: data.Vocab,
+    tgt_vocab: data.Vocab,
+    beam_size: int = 1,
+    length_penalty: float = 0.0,
+    penalty_form: str = "power",
 ) -> dict[str, float]:
-    """Translate the source side of ``pairs``; return ``{"exact_match", "bleu", "n"}``.
+    """Translate the source side of ``pairs``; return ``{"exact_match", "bleu",
+    "n"}``.
 
     Each reference is first written the way ``tgt_vocab`` writes its output
     (``tgt_vocab.normalise``), so both sides are compared on the same footing:
-    lowercased for a word :class:`~tx.data.Vocab`, whose tokenizer lowercases, and cased
-    for a :class:`~tx.subwords.SubwordVocab`. ``tgt_vocab.comparison`` names which; report
-    it beside the figures.
+    lowercased for a word :class:`~tx.data.Vocab`, whose tokenizer lowercases,
+    and cased for a :class:`~tx.subwords.SubwordVocab`.
+    ``tgt_vocab.comparison`` names which; report it beside the figures.
     """
     data.check_pairs(pairs)
     data.check_vocabs(model.config, src_vocab, tgt_vocab)
     sources = [s for s, _ in pairs]
     references = [tgt_vocab.normalise(t) for _, t in pairs]
-    hyps = translate(model, sources, src_vocab, tgt_vocab, beam_size, length_penalty=length_penalty,
-                     penalty_form=penalty_form)
-    return {"exact_match": exact_match(hyps, references), "bleu": bleu(hyps, references), "n": len(pairs)}
+    hyps = translate(
+        model,
+        sources,
+        src_vocab,
+        tgt_vocab,
+        beam_size,
+        length_penalty=length_penalty,
+        penalty_form=penalty_form,
+    )
+    return {
+        "exact_match": exact_match(hyps, references),
+        "bleu": bleu(hyps, references),
+        "n": len(pairs),
+    }
 
 
 def _same_length(hypotheses: Sequence[str], references: Sequence[str]) -> None:

@@ -30,25 +30,35 @@ def filter_top_k(logits: Tensor, k: int) -> Tensor:
 
 
 def filter_top_p(logits: Tensor, p: float) -> Tensor:
-    """Logits [..., V] keeping, in each row, the smallest set of most likely tokens whose probability reaches p."""
+    """Logits [..., V] keeping, in each row, the smallest set of most likely
+    tokens whose probability reaches p."""
     check_float("top_p", p, 0, 1, low_open=True)
-    probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)  # [..., V]
+    # [..., V]
+    probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
     before = probs.cumsum(dim=-1) - probs  # mass of the more likely tokens
-    drop_sorted = before >= p  # already reached p without this token: not needed
-    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
+    # already reached p without this token: not needed
+    drop_sorted = before >= p
+    # back to vocabulary order
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
     return logits.masked_fill(drop, float("-inf"))
 
 
 def next_token_probs(
-    logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+    logits: Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
 ) -> Tensor:
-    """The distribution [..., V] that :func:`generate` samples from, given last logits [..., V].
+    """The distribution [..., V] that :func:`generate` samples from, given last
+    logits [..., V].
 
     Temperature 0 gives all the probability to the argmax (greedy decoding).
     """
     _check_sampling(temperature, top_k, top_p)
     if temperature == 0:
-        return torch.nn.functional.one_hot(logits.argmax(dim=-1), logits.size(-1)).to(logits.dtype)
+        return torch.nn.functional.one_hot(
+            logits.argmax(dim=-1), logits.size(-1)
+        ).to(logits.dtype)
     logits = logits / temperature
     if top_k is not None:
         logits = filter_top_k(logits, top_k)

@@ -44,13 +44,16 @@ class LanguageModelCache:
 
 
 def lm_mask(real: Tensor, T: int) -> Tensor:
-    """Bool [B, 1, T, L] for the last T of L positions: causal, and never a padded key.
+    """Bool [B, 1, T, L] for the last T of L positions: causal, and never a
+    padded key.
 
-    ``real`` [B, L] is True where a position holds a real token. Query i (position L - T + i)
-    may see keys 0 .. L - T + i that are real (True = may attend).
+    ``real`` [B, L] is True where a position holds a real token. Query i
+    (position L - T + i) may see keys 0 .. L - T + i that are real (True = may
+    attend).
     """
     L = real.size(1)
-    causal = torch.ones(T, L, dtype=torch.bool, device=real.device).tril(L - T)  # [T, L]
+    # [T, L]
+    causal = torch.ones(T, L, dtype=torch.bool, device=real.device).tril(L - T)
     return causal & real[:, None, None, :]  # [B, 1, T, L]
 
 
@@ -83,24 +86,42 @@ class LanguageModel(nn.Module):
                 nn.init.xavier_uniform_(p)
         nn.init.normal_(self.embed.token.weight, std=0.02)
 
-    def forward(self, tokens: Tensor, cache: LanguageModelCache | None = None) -> Tensor:
+    def forward(
+        self, tokens: Tensor, cache: LanguageModelCache | None = None
+    ) -> Tensor:
         """Token ids [B, T] -> next-token logits [B, T, V].
 
-        Without a cache, ``tokens`` is the whole sequence. With one (from :meth:`new_cache`),
-        ``tokens`` holds only what the cache has not seen, and the cache grows by T positions.
+        Without a cache, ``tokens`` is the whole sequence. With one (from
+        :meth:`new_cache`), ``tokens`` holds only what the cache has not
+        seen, and the cache grows by T positions.
         """
         c = self.config
         start = _check_cache(cache, c.n_layers)
         check_tokens(tokens, c.vocab_size, c.max_len, "tokens", start)
         real = tokens != c.pad_id  # [B, T]
-        past = cache.real if cache is not None and cache.real is not None else real[:, :0]  # [B, L - T]
+        # [B, L - T]
+        past = (
+            cache.real
+            if cache is not None and cache.real is not None
+            else real[:, :0]
+        )
         if past.size(0) != real.size(0):
-            raise ValueError(f"the cache holds {past.size(0)} sequences but tokens has {real.size(0)}; "
-                             "make a new cache with model.new_cache() for a new batch.")
+            raise ValueError(
+                f"the cache holds {past.size(0)} sequences but tokens has "
+                f"{real.size(0)}; make a new cache with model.new_cache() for "
+                "a new batch."
+            )
         seen = torch.cat([past, real], dim=1)  # [B, L]
-        positions = (past.sum(1, keepdim=True) + real.cumsum(1) - 1).clamp(min=0)  # [B, T]: real tokens before
+        # [B, T]: real tokens before
+        positions = (past.sum(1, keepdim=True) + real.cumsum(1) - 1).clamp(
+            min=0
+        )
         x = self._embed(tokens, positions)  # [B, T, D]
-        x = self.layers(x, lm_mask(seen, tokens.size(1)), None if cache is None else cache.layers)
+        x = self.layers(
+            x,
+            lm_mask(seen, tokens.size(1)),
+            None if cache is None else cache.layers,
+        )
         if cache is not None:
             cache.real = seen
         return self.lm_head(x)  # [B, T, V]

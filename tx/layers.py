@@ -48,10 +48,11 @@ ACTIVATIONS = ("relu", "gelu")  # the paper's ReLU; GELU, as GPT-2, BERT and ViT
 
 
 class FeedForward(nn.Module):
-    """Position-wise feed-forward network (paper 3.3): max(0, x W1 + b1) W2 + b2; [B, T, D] -> [B, T, D].
+    """Position-wise feed-forward network (paper 3.3): max(0, x W1 + b1) W2 +
+    b2; [B, T, D] -> [B, T, D].
 
-    ``activation="gelu"`` swaps the ReLU for the smooth GELU of GPT-2 and ViT; the weights
-    (and so the parameter count) are the same either way.
+    ``activation="gelu"`` swaps the ReLU for the smooth GELU of GPT-2 and ViT;
+    the weights (and so the parameter count) are the same either way.
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu"):
@@ -64,7 +65,8 @@ class FeedForward(nn.Module):
         self.activation = activation
 
     def forward(self, x: Tensor) -> Tensor:
-        """Expand every position to d_ff, apply the activation, project back to d_model."""
+        """Expand every position to d_ff, apply the activation, project back to
+        d_model."""
         h = self.linear1(x)  # [B, T, F]
         h = h.relu() if self.activation == "relu" else nn.functional.gelu(h)
         return self.linear2(h)  # [B, T, D]
@@ -77,13 +79,15 @@ class Residual(nn.Module):
     """A sub-layer wrapped in a residual connection and LayerNorm.
 
     Post-LN (``norm_first=False``, the paper's section 3.1 and the default):
-    ``LayerNorm(x + Dropout(sublayer(x)))``. Pre-LN (``norm_first=True``, what most models
-    trained today use because it trains stably without warm-up):
-    ``x + Dropout(sublayer(LayerNorm(x)))``. Dropout sits where paper 5.4 puts it: on the
-    sub-layer's output, before it is added to the input.
+    ``LayerNorm(x + Dropout(sublayer(x)))``. Pre-LN (``norm_first=True``, what
+    most models trained today use because it trains stably without warm-up):
+    ``x + Dropout(sublayer(LayerNorm(x)))``. Dropout sits where paper 5.4 puts
+    it: on the sub-layer's output, before it is added to the input.
     """
 
-    def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False):
+    def __init__(
+        self, d_model: int, dropout: float = 0.1, norm_first: bool = False
+    ):
         super().__init__()
         check_int("d_model", d_model, low=1)
         check_bool("norm_first", norm_first)
@@ -91,13 +95,16 @@ class Residual(nn.Module):
         self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
-    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
-        """Apply ``sublayer`` to ``x`` [B, T, D] with the residual and the norm; returns [B, T, D]."""
+    def forward(
+        self, x: Tensor, sublayer: Callable[[Tensor], Tensor]
+    ) -> Tensor:
+        """Apply ``sublayer`` to ``x`` [B, T, D] with the residual and the
+        norm; returns [B, T, D]."""
         if self.norm_first:
             return x + self._drop(sublayer(self.norm(x)))
         return self.norm(x + self._drop(sublayer(x)))
 
     def _drop(self, y: Tensor) -> Tensor:
-        # Dropout is the identity in eval mode; skipping the module call saves its
-        # overhead at every generated token while decoding.
+        # Dropout is the identity in eval mode; skipping the module call saves
+        # its overhead at every generated token while decoding.
         return self.dropout(y) if self.training else y

@@ -46,8 +46,11 @@ def sentence_ids(vocab: data.Vocab, sentence: str) -> tuple[list[int], int]:
     return vocab.encode(sentence), 1
 
 
-def pair_ids(vocab: data.Vocab, french: str, english: str | None = None) -> tuple[list[int], int]:
-    """``<bos> french <sep> english <eos>`` ids, and where the English starts (the first target).
+def pair_ids(
+    vocab: data.Vocab, french: str, english: str | None = None
+) -> tuple[list[int], int]:
+    """``<bos> french <sep> english <eos>`` ids, and where the English starts
+    (the first target).
 
     Without ``english``: the prompt ``<bos> french <sep>`` alone.
     """
@@ -56,12 +59,16 @@ def pair_ids(vocab: data.Vocab, french: str, english: str | None = None) -> tupl
     return prompt + answer, len(prompt)
 
 
-def batch(examples: Sequence[tuple[list[int], int]], pad_id: int = data.PAD_ID) -> tuple[Tensor, Tensor]:
-    """Inputs [B, T] and targets [B, T] (the next token, ``pad_id`` where not a target), padded on the right."""
+def batch(
+    examples: Sequence[tuple[list[int], int]], pad_id: int = data.PAD_ID
+) -> tuple[Tensor, Tensor]:
+    """Inputs [B, T] and targets [B, T] (the next token, ``pad_id`` where not a
+    target), padded on the right."""
     seqs = data.pad([ids for ids, _ in examples], pad_id)  # [B, T + 1]
     inputs, targets = seqs[:, :-1], seqs[:, 1:].clone()  # [B, T] each
     for row, (_, first) in zip(targets, examples):
-        row[: first - 1] = pad_id  # targets before the first counted token are given, not predicted
+        # targets before the first counted token are given, not predicted
+        row[: first - 1] = pad_id
     return inputs, targets
 
 

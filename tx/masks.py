@@ -19,7 +19,8 @@ __all__ = ["causal_mask", "padding_mask", "check_mask"]
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
-    """Bool [T, T], True on and below the diagonal: position t may see positions 0..t."""
+    """Bool [T, T], True on and below the diagonal: position t may see
+    positions 0..t."""
     check_int("T", T, low=1)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 

@@ -96,18 +96,25 @@ class Transformer(nn.Module):
             nn.init.normal_(emb.weight, std=self.config.d_model**-0.5)
 
     def encode(self, src: Tensor) -> Tensor:
-        """Source ids [B, S] -> memory [B, S, D], the vectors every decoder layer attends to."""
+        """Source ids [B, S] -> memory [B, S, D], the vectors every decoder layer
+        attends to."""
         cfg = self.config
         check_tokens(src, cfg.src_vocab_size, cfg.max_len, "src")
         return self.encoder(self.src_embed(src), padding_mask(src, cfg.pad_id))
 
-    def decode(self, memory: Tensor, src: Tensor, tgt: Tensor, cache: DecoderCache | None = None) -> Tensor:
+    def decode(
+        self,
+        memory: Tensor,
+        src: Tensor,
+        tgt: Tensor,
+        cache: DecoderCache | None = None,
+    ) -> Tensor:
         """Target ids [B, T] and memory [B, S, D] -> logits [B, T, V].
 
-        Without a cache, ``tgt`` is the whole prefix and a causal mask keeps each position
-        from seeing later ones. With a cache (from :meth:`new_cache`), ``tgt`` holds only
-        the tokens the cache has not seen yet, usually one; earlier keys and values come
-        from the cache.
+        Without a cache, ``tgt`` is the whole prefix and a causal mask keeps each
+        position from seeing later ones. With a cache (from :meth:`new_cache`),
+        ``tgt`` holds only the tokens the cache has not seen yet, usually one;
+        earlier keys and values come from the cache.
         """
         cfg = self.config
         _check_cache(cache, cfg.n_layers)
@@ -118,16 +125,23 @@ class Transformer(nn.Module):
             cache.bind(memory)
         T = tgt.size(1)
         if cache is not None and T == 1:
-            tgt_mask = None  # one new token may see every position the cache holds
-        else:  # target position start + i sees positions 0 .. start + i (the causal mask when start = 0)
-            tgt_mask = torch.ones(T, start + T, dtype=torch.bool, device=tgt.device).tril(start)
+            # one new token may see every position the cache holds
+            tgt_mask = None
+        # target position start + i sees positions 0 .. start + i (the causal
+        # mask when start = 0)
+        else:
+            tgt_mask = torch.ones(
+                T, start + T, dtype=torch.bool, device=tgt.device
+            ).tril(start)
         if cache is None:
             src_mask = padding_mask(src, cfg.pad_id)
         else:  # the source stays the same at every step: build its mask once
             if cache.src_mask is None:
                 cache.src_mask = padding_mask(src, cfg.pad_id)
             src_mask = cache.src_mask
-        x = self.decoder(self.tgt_embed(tgt, start), memory, src_mask, tgt_mask, cache)
+        x = self.decoder(
+            self.tgt_embed(tgt, start), memory, src_mask, tgt_mask, cache
+        )
         return self.generator(x)  # [B, T, V]
 
     def _check_memory(self, memory: Tensor, src: Tensor, tgt: Tensor, cache: DecoderCache | None) -> None:

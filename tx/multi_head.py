@@ -68,7 +68,8 @@ class KVCache:
         return self.static and self.k is not None
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Store new keys/values [B, H, t, Dh]; return every key/value seen so far."""
+        """Store new keys/values [B, H, t, Dh]; return every key/value seen so
+        far."""
         if self.static:
             self.k, self.v, self.length = k, v, k.size(2)
             return k, v
@@ -79,8 +80,8 @@ class KVCache:
         end = self.length + k.size(2)
         if end > self.max_len:
             raise ValueError(
-                f"the key/value cache holds {self.max_len} positions and step would reach {end}; "
-                "make the cache with a larger max_len."
+                f"the key/value cache holds {self.max_len} positions and step "
+                f"would reach {end}; make the cache with a larger max_len."
             )
         self.k[:, :, self.length : end] = k
         self.v[:, :, self.length : end] = v
@@ -144,7 +145,8 @@ class MultiHeadAttention(nn.Module):
         H = self.n_heads
         self._check_inputs(query, key, value)
         try:
-            q, k, v = self._project(query, key, value, cache)  # [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]
+            # [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]
+            q, k, v = self._project(query, key, value, cache)
         except RuntimeError:
             self._explain_dtypes(query, key, value)
             raise
@@ -152,10 +154,13 @@ class MultiHeadAttention(nn.Module):
             check_mask(mask, (q.size(0), H, q.size(2), k.size(2)))
         p = self.dropout if self.training else 0.0
         if need_weights or self.record:
-            z, weights = attention(q, k, v, mask, dropout_p=p)  # [B, H, Tq, Dh], [B, H, Tq, Tk]
+            # [B, H, Tq, Dh], [B, H, Tq, Tk]
+            z, weights = attention(q, k, v, mask, dropout_p=p)
             self.attention_weights = weights.detach()
         else:
-            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            z = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=p
+            )
         return self.w_o(merge_heads(z))  # [B, Tq, D]
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:

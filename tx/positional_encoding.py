@@ -70,17 +70,24 @@ def check_rows(start: int, length: int, rows: int) -> None:
 
 
 class Embedding(nn.Module):
-    """Token ids [B, T] -> vectors [B, T, D]: embedding * sqrt(D) + positional encoding, then dropout.
+    """Token ids [B, T] -> vectors [B, T, D]: embedding * sqrt(D) + positional
+    encoding, then dropout.
 
-    The sqrt(D) scale (paper 3.4) puts the embeddings on the same scale as the encoding,
-    whose entries lie in [-1, 1]. Dropout on the sum is one of the paper's places (5.4).
-    ``positions="learned"`` trains the table instead (:class:`LearnedPositions`);
-    ``scale=False`` drops the sqrt(D), as GPT-2 does.
+    The sqrt(D) scale (paper 3.4) puts the embeddings on the same scale as the
+    encoding, whose entries lie in [-1, 1]. Dropout on the sum is one of the
+    paper's places (5.4). ``positions="learned"`` trains the table instead
+    (:class:`LearnedPositions`); ``scale=False`` drops the sqrt(D), as GPT-2
+    does.
     """
 
     def __init__(
-        self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1,
-        positions: str = "sinusoidal", scale: bool = True,
+        self,
+        vocab_size: int,
+        d_model: int,
+        max_len: int,
+        dropout: float = 0.1,
+        positions: str = "sinusoidal",
+        scale: bool = True,
     ):
         super().__init__()
         check_int("vocab_size", vocab_size, low=1)
@@ -90,23 +97,45 @@ class Embedding(nn.Module):
         self.scale = math.sqrt(d_model) if scale else 1.0
         self.dropout = Dropout(dropout)
         self.max_len = max_len
-        self.learned = LearnedPositions(max_len, d_model) if positions == "learned" else None
-        # A buffer, not a parameter: the paper's encoding is fixed, never trained.
-        pe = positional_encoding(max_len, d_model) if positions == "sinusoidal" else None
+        self.learned = (
+            LearnedPositions(max_len, d_model)
+            if positions == "learned"
+            else None
+        )
+        # A buffer, not a parameter: the paper's encoding is fixed, never
+        # trained.
+        pe = (
+            positional_encoding(max_len, d_model)
+            if positions == "sinusoidal"
+            else None
+        )
         self.register_buffer("pe", pe, persistent=False)
 
     def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
-        """Embed tokens that sit at positions start .. start+T-1; returns [B, T, D]."""
+        """Embed tokens that sit at positions start .. start+T-1; returns [B,
+        T, D]."""
         T = tokens.size(1)
         check_rows(start, T, self.max_len)
-        where = self.pe[start : start + T] if self.learned is None else self.learned(T, start)  # [T, D]
+        # [T, D]
+        where = (
+            self.pe[start : start + T]
+            if self.learned is None
+            else self.learned(T, start)
+        )
         try:
             vectors = self.token(tokens)  # [B, T, D]
         except (IndexError, RuntimeError):
-            # On the CPU torch refuses a bad id or id type before computing anything; say which
-            # one and what to do (so right ids cost no second check: the model checked them).
+            # On the CPU torch refuses a bad id or id type before computing
+            # anything; say which one and what to do (so right ids cost no
+            # second check: the model checked them).
             try:
-                check_tokens(tokens, self.token.num_embeddings, self.max_len, "tokens", start)
+                check_tokens(
+                    tokens,
+                    self.token.num_embeddings,
+                    self.max_len,
+                    "tokens",
+                    start,
+                )
             except (TypeError, ValueError) as clear:
                 raise clear from None
             raise

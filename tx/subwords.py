@@ -187,10 +187,20 @@ def count_pairs(words: dict[tuple[str, ...], int]) -> Counter[tuple[str, str]]:
     return pairs
 
 
-def merge_pair(words: dict[tuple[str, ...], int], pair: tuple[str, str]) -> dict[tuple[str, ...], int]:
-    """The same words with every occurrence of ``pair`` (read left to right) joined into one piece."""
-    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
-        raise TypeError(f"pair must be a tuple of two pieces (strings), such as ('e', 's'), got {pair!r:.60}.")
+def merge_pair(
+    words: dict[tuple[str, ...], int], pair: tuple[str, str]
+) -> dict[tuple[str, ...], int]:
+    """The same words with every occurrence of ``pair`` (read left to right)
+    joined into one piece."""
+    if not (
+        isinstance(pair, tuple)
+        and len(pair) == 2
+        and all(isinstance(p, str) for p in pair)
+    ):
+        raise TypeError(
+            f"pair must be a tuple of two pieces (strings), such as ('e', "
+            f"'s'), got {pair!r:.60}."
+        )
     merged: dict[tuple[str, ...], int] = {}
     for pieces, n in words.items():
         out, i = [], 0

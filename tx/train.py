@@ -135,9 +135,11 @@ def load_state(path: str | os.PathLike) -> TrainState:
 
 
 def rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
-    """The paper's learning rate (section 5.3, eq. 3): d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
+    """The paper's learning rate (section 5.3, eq. 3): d_model^-0.5 *
+    min(step^-0.5, step * warmup^-1.5).
 
-    It rises linearly for ``warmup`` steps and then decays as 1/sqrt(step). Steps count from 1.
+    It rises linearly for ``warmup`` steps and then decays as 1/sqrt(step).
+    Steps count from 1.
     """
     check_int("d_model", d_model, low=1)
     check_int("warmup", warmup, low=1)
@@ -146,8 +148,11 @@ def rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
 
 
 def make_optimizer(model: nn.Module) -> torch.optim.Adam:
-    """Adam with the paper's beta1 = 0.9, beta2 = 0.98, eps = 1e-9; lr=1 so the schedule sets it."""
-    return torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    """Adam with the paper's beta1 = 0.9, beta2 = 0.98, eps = 1e-9; lr=1 so the
+    schedule sets it."""
+    return torch.optim.Adam(
+        model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9
+    )
 
 
 def warmup_schedule(
@@ -183,24 +188,37 @@ def loss_fn(logits: Tensor, target: Tensor, pad_id: int = 0, smoothing: float = 
     )
 
 
-def batch_loss(model: nn.Module, batch: data.Batch, pad_id: int, smoothing: float = 0.0,
-               precision: str = "fp32") -> Tensor:
-    """This process's share of the loss of a global batch: the batch's mean loss when it runs alone.
+def batch_loss(
+    model: nn.Module,
+    batch: data.Batch,
+    pad_id: int,
+    smoothing: float = 0.0,
+    precision: str = "fp32",
+) -> Tensor:
+    """This process's share of the loss of a global batch: the batch's mean
+    loss when it runs alone.
 
-    Under W processes it takes its rows of the batch (``tx.scale.shard``) and returns the sum of
-    their token losses / the global batch's target tokens * W. DDP averages the W gradients, so
-    their mean is the gradient of the global batch's mean over tokens, as one process would
-    compute it; averaging per-process means would weigh a token of a short shard more. The
-    forward pass runs under autocast in ``precision``; the loss is computed in fp32.
+    Under W processes it takes its rows of the batch (``tx.scale.shard``) and
+    returns the sum of their token losses / the global batch's target tokens *
+    W. DDP averages the W gradients, so their mean is the gradient of the
+    global batch's mean over tokens, as one process would compute it; averaging
+    per-process means would weigh a token of a short shard more. The forward
+    pass runs under autocast in ``precision``; the loss is computed in fp32.
     """
     world = scale.world()
     dev = batch.src.device
-    mine = batch if world.size == 1 else scale.shard(batch, world.rank, world.size)
+    mine = (
+        batch
+        if world.size == 1
+        else scale.shard(batch, world.rank, world.size)
+    )
     with scale.autocast(precision, dev):
         logits = model(mine.src, mine.tgt_in)  # [Bp, T, V]
     if world.size == 1:
         return loss_fn(logits.float(), mine.tgt_out, pad_id, smoothing)
-    summed = loss_fn(logits.float(), mine.tgt_out, pad_id, smoothing, reduction="sum")
+    summed = loss_fn(
+        logits.float(), mine.tgt_out, pad_id, smoothing, reduction="sum"
+    )
     return summed * (world.size / batch.n_tokens)
 
 
@@ -235,59 +253,104 @@ def fit(
     resume: TrainState | None = None,
     save: Callable[[TrainState], None] | None = None,
 ) -> dict[str, Any]:
-    """Train ``model`` in place with Adam, the warm-up schedule and label smoothing; return its history.
+    """Train ``model`` in place with Adam, the warm-up schedule and label
+    smoothing; return its history.
 
-    The history is a dict of lists: ``step``, ``train_loss`` and ``lr`` for every step,
-    ``valid_step`` and ``valid_loss`` every ``eval_every`` steps (and at the end), plus
-    ``seconds`` and ``tokens`` (target tokens trained on). ``callback(history)`` runs after
-    every validation, e.g. to redraw a live loss curve. The model stays on its device.
+    The history is a dict of lists: ``step``, ``train_loss`` and ``lr`` for
+    every step, ``valid_step`` and ``valid_loss`` every ``eval_every`` steps
+    (and at the end), plus ``seconds`` and ``tokens`` (target tokens trained
+    on). ``callback(history)`` runs after every validation, e.g. to redraw a
+    live loss curve. The model stays on its device.
 
-    ``config.minutes`` ends training early when the time budget is spent. ``save(state)``
-    runs every ``config.save_every`` steps and at the end with a :class:`TrainState`;
-    ``resume=state`` continues from it (the model must hold the weights saved with it):
-    the step count, the optimiser, the schedule and the place in the shuffled batches go on
-    where they were, and the budget counts the time already spent.
+    ``config.minutes`` ends training early when the time budget is spent.
+    ``save(state)`` runs every ``config.save_every`` steps and at the end with
+    a :class:`TrainState`; ``resume=state`` continues from it (the model must
+    hold the weights saved with it): the step count, the optimiser, the
+    schedule and the place in the shuffled batches go on where they were, and
+    the budget counts the time already spent.
 
-    ``config.precision`` runs the forward pass under autocast (``tx.scale``). In a process
-    group of W processes (``torchrun``), each trains on its shard of every batch of
-    ``config.batch_size`` through DistributedDataParallel, and rank 0 alone validates and
-    calls ``callback`` and ``save``.
+    ``config.precision`` runs the forward pass under autocast (``tx.scale``).
+    In a process group of W processes (``torchrun``), each trains on its shard
+    of every batch of ``config.batch_size`` through DistributedDataParallel,
+    and rank 0 alone validates and calls ``callback`` and ``save``.
     """
     _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config)
     if callback is not None and not callable(callback):
-        raise TypeError(f"callback must be a function of the history, or None, got {type(callback).__name__}.")
+        raise TypeError(
+            f"callback must be a function of the history, or None, got "
+            f"{type(callback).__name__}."
+        )
     start = resume if resume is not None else TrainState()
     world, dev = scale.world(), next(model.parameters()).device
     _check_parallel(config, world, dev, len(train_pairs))
-    torch.manual_seed(config.seed + start.step + 7919 * world.rank)  # each process its own dropout masks
-    net, scaler = scale.wrap(model), scale.grad_scaler(config.precision, dev)  # DDP under torchrun; fp16's scaler
+    # each process its own dropout masks
+    torch.manual_seed(config.seed + start.step + 7919 * world.rank)
+    # DDP under torchrun; fp16's scaler
+    net, scaler = scale.wrap(model), scale.grad_scaler(config.precision, dev)
     optimizer = make_optimizer(model)
-    schedule = warmup_schedule(optimizer, model.config.d_model, config.warmup, config.lr_factor)
+    schedule = warmup_schedule(
+        optimizer, model.config.d_model, config.warmup, config.lr_factor
+    )
     if resume is not None:
         optimizer.load_state_dict(resume.optimizer)
         schedule.load_state_dict(resume.schedule)
-    history: dict[str, Any] = {"step": [], "train_loss": [], "lr": [], "valid_step": [], "valid_loss": []}
-    bar = _progress_bar(config.steps, progress and world.rank == 0, start.step, config.minutes)
+    history: dict[str, Any] = {
+        "step": [],
+        "train_loss": [],
+        "lr": [],
+        "valid_step": [],
+        "valid_loss": [],
+    }
+    bar = _progress_bar(
+        config.steps, progress and world.rank == 0, start.step, config.minutes
+    )
     began, tokens, step = time.perf_counter(), start.tokens, start.step
-    short = len(train_pairs) % config.batch_size  # an epoch's last batch; skipped if some process would get no row
-    per_epoch = math.ceil(len(train_pairs) / config.batch_size) - (0 < short < world.size)
-    epoch, skip = divmod(step, per_epoch)  # a resumed run takes up the shuffled order where it stopped
+    # an epoch's last batch; skipped if some process would get no row
+    short = len(train_pairs) % config.batch_size
+    per_epoch = math.ceil(len(train_pairs) / config.batch_size) - (
+        0 < short < world.size
+    )
+    # a resumed run takes up the shuffled order where it stopped
+    epoch, skip = divmod(step, per_epoch)
     spent = lambda: start.seconds + time.perf_counter() - began  # noqa: E731
-    state = lambda: TrainState(step, spent(), tokens, optimizer.state_dict(), schedule.state_dict())  # noqa: E731
+    state = lambda: TrainState(  # noqa: E731
+        step, spent(), tokens, optimizer.state_dict(), schedule.state_dict()
+    )
     net.train()
     last = False
     while step < config.steps:
-        stream = data.batches(train_pairs, src_vocab, tgt_vocab, config.batch_size, shuffle=True,
-                              seed=config.seed + epoch, bucket=config.bucket)
-        for batch in itertools.islice(scale.usable_batches(stream, world.size), skip, None):
+        stream = data.batches(
+            train_pairs,
+            src_vocab,
+            tgt_vocab,
+            config.batch_size,
+            shuffle=True,
+            seed=config.seed + epoch,
+            bucket=config.bucket,
+        )
+        for batch in itertools.islice(
+            scale.usable_batches(stream, world.size), skip, None
+        ):
             batch = batch.to(dev)
-            loss = batch_loss(net, batch, model.config.pad_id, config.label_smoothing, config.precision)
-            # Every process learns the global loss and whether any is out of time, so all stop together.
-            value, out_of_time = scale.agree(loss, config.minutes is not None and spent() >= 60 * config.minutes)
+            loss = batch_loss(
+                net,
+                batch,
+                model.config.pad_id,
+                config.label_smoothing,
+                config.precision,
+            )
+            # Every process learns the global loss and whether any is out of
+            # time, so all stop together.
+            value, out_of_time = scale.agree(
+                loss,
+                config.minutes is not None and spent() >= 60 * config.minutes,
+            )
             _check_finite(value, step + 1, config)
             optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()  # under DDP, backward also averages the gradients of all processes
-            scaler.unscale_(optimizer)  # clip the true gradients, not fp16's scaled ones
+            # under DDP, backward also averages the gradients of all processes
+            scaler.scale(loss).backward()
+            # clip the true gradients, not fp16's scaled ones
+            scaler.unscale_(optimizer)
             nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
             history["lr"].append(optimizer.param_groups[0]["lr"])
             scaler.step(optimizer)
@@ -299,9 +362,23 @@ def fit(
             bar.update(1)
             bar.set_postfix(loss=f"{value:.3f}")
             last = step == config.steps or out_of_time
-            if world.rank == 0 and (step % config.eval_every == 0 or last):  # rank 0 alone evaluates and saves
-                _validate(model, valid_pairs, src_vocab, tgt_vocab, config, step, history, callback)
-            if world.rank == 0 and save is not None and (step % config.save_every == 0 or last):
+            # rank 0 alone evaluates and saves
+            if world.rank == 0 and (step % config.eval_every == 0 or last):
+                _validate(
+                    model,
+                    valid_pairs,
+                    src_vocab,
+                    tgt_vocab,
+                    config,
+                    step,
+                    history,
+                    callback,
+                )
+            if (
+                world.rank == 0
+                and save is not None
+                and (step % config.save_every == 0 or last)
+            ):
                 save(state())
             if last:
                 break

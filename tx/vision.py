@@ -41,17 +41,21 @@ def _check_images(images: Tensor, name: str = "images") -> None:
 
 
 def patchify(images: Tensor, patch_size: int) -> Tensor:
-    """Cut images [B, C, Hi, Wi] into P x P patches, row by row: [B, N, C*P*P], each patch flattened channel-first."""
+    """Cut images [B, C, Hi, Wi] into P x P patches, row by row: [B, N, C*P*P],
+    each patch flattened channel-first."""
     _check_images(images)
     check_int("patch_size", patch_size, low=1)
     B, C, Hi, Wi = images.shape
     P = patch_size
     if Hi % P or Wi % P:
         raise ValueError(
-            f"an image of {Hi}x{Wi} pixels does not split into {P}x{P} patches: the height and width must "
-            f"be multiples of patch_size. Choose a patch_size that divides both, or crop or pad the images."
+            f"an image of {Hi}x{Wi} pixels does not split into {P}x{P} "
+            "patches: the height and width must be multiples of patch_size. "
+            "Choose a patch_size that divides both, or crop or pad the "
+            "images."
         )
-    x = images.reshape(B, C, Hi // P, P, Wi // P, P)  # [B, C, rows, P, cols, P]
+    # [B, C, rows, P, cols, P]
+    x = images.reshape(B, C, Hi // P, P, Wi // P, P)
     x = x.permute(0, 2, 4, 1, 3, 5)  # [B, rows, cols, C, P, P]
     return x.reshape(B, (Hi // P) * (Wi // P), C * P * P)  # [B, N, K]
 
@@ -167,7 +171,8 @@ class VisionTransformer(nn.Module):
         return self.head(self.encode(patches)[:, 0])  # [CLS]'s output vector -> [B, Y]
 
     def encode(self, patches: Tensor) -> Tensor:
-        """The encoder's output [B, L, D] for patches [B, N, K]; position 0 is [CLS]."""
+        """The encoder's output [B, L, D] for patches [B, N, K]; position 0 is
+        [CLS]."""
         check_tensor("patches", patches, dims=3, floating=True)
         check_dtype("patches", patches, self.patch_embedding.weight)
         B, N, _ = patches.shape

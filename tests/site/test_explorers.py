@@ -4,7 +4,8 @@ For each chapter, each explorer (tx/explorer.py, switched by _ext/static/tx-expl
 opened in Chromium; each of its controls is set to two other values, with the mouse's API and
 with the keyboard, and the figure shown must become that state's frame: its image, alt text and
 printed text. A control that changes nothing fails. Also here: the site's size limits, the
-favicon, and code cells that wrap instead of hiding the ends of long lines.
+favicon, code cells that wrap instead of hiding the ends of long lines, and code lines that
+fit the column.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sitekit import HTML, SCREENSHOTS, is_notebook, open_page, toc_pages
 
 CHAPTERS = [p for p in toc_pages() if is_notebook(p) and p.startswith("chapters/")]
 PAGE_LIMIT = 8 * 2**20  # bytes of one chapter page (its frames are inline PNGs)
+CODE_COLUMN = 79  # characters of code the page's column holds at 1280 px
 SITE_LIMIT = 120 * 2**20  # bytes of the whole _build/html: the live models' budget (issue 19), runtime included
 
 STATE_JS = """(root) => {
@@ -221,3 +223,17 @@ def test_code_cells_wrap_long_lines(visits, docname):
               .map(p => p.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b))"""
     )
     assert not cut, f"code lines cut off at the page's edge: {cut[:3]}"
+
+
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_code_lines_fit_the_column(visits, docname):
+    # A wrapped line goes on at column 0, hiding Python's indentation: every line of a code
+    # cell fits the column's 79 characters instead (tests/test_code_column.py checks the sources).
+    page = visits(docname).page
+    wide = page.evaluate(
+        """(limit) => [...document.querySelectorAll('div.cell_input pre')]
+              .flatMap(p => p.textContent.split('\\n'))
+              .filter(line => [...line].length > limit)""",
+        CODE_COLUMN,
+    )
+    assert not wide, f"{len(wide)} code lines over {CODE_COLUMN} characters: {wide[:3]}"
