@@ -29,7 +29,7 @@ LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit unit-then-lab book-then-site notebooks lab clean vendor chromium site-test lab-test live-models serve lock
+.PHONY: book test unit unit-then-lab notebooks lab clean vendor chromium site-test lab-test live-models serve lock
 
 # The environment is locked: requirements.lock holds every package's exact version and
 # SHA-256 (generated from requirements.txt by `make lock`), for Linux x86-64 and Python 3.11,
@@ -109,16 +109,13 @@ book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
 ## test: every test, each chapter run as few times as the checks need. The strict book build
 ## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval
 ## makes, so `make test` leaves nbval out. Two queues of work run side by side (-j2), so that
-## both cores stay busy: the build (its chapters two at a time), then the site's browser tests
-## against it; and the unit tests, then the learner edition in real JupyterLab. Threads that
-## wait sleep (OMP_WAIT_POLICY). Timings: bench/README.md, "Test time".
+## both cores stay busy: the build (its chapters two at a time), and the unit tests, then the
+## learner edition in real JupyterLab; then the site's browser tests against the build, alone
+## (beside the JupyterLab tests, four browsers on two cores timed out). Threads that wait sleep
+## (OMP_WAIT_POLICY). Timings: bench/README.md, "Test time".
 test: chromium
 	$(MAKE) --no-print-directory -j2 $(STAMP) $(VENDOR_STAMP)
-	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book-then-site unit-then-lab
-
-# The build, then the browser tests of what it built: one queue of work beside the other.
-book-then-site: $(STAMP)
-	$(MAKE) --no-print-directory book
+	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book unit-then-lab
 	$(MAKE) --no-print-directory site-test
 
 # The unit tests, then the JupyterLab test: one queue of pytest runs beside the book build.
@@ -176,10 +173,10 @@ chromium:
 	command -v chromium || (apt-get update && apt-get install -y chromium)
 
 ## site-test: browser tests of the built site (_build/html) in headless Chromium
-## (two workers, a test file each at a time: a file's fixtures, the learner zip's install or the
-## pages it opens, are set up once, by the worker that runs it)
+## (one process: each page is opened once; `SITE_ARGS="-n 2 --dist loadfile"` runs a test file
+## per worker, faster on a machine with nothing else to do)
 site-test: $(STAMP) chromium
-	$(BIN)/pytest tests/site -q -n $(WORKERS) --dist loadfile
+	$(BIN)/pytest tests/site -q $(SITE_ARGS)
 
 ## lab-test: every chapter of the learner edition in real JupyterLab (headless Chromium):
 ## Run All, then every control of every explorer (tests/lab)
