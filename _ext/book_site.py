@@ -59,6 +59,16 @@ HERE = Path(__file__).resolve().parent
 DESCRIPTION_CHARS = 200  # link previews show about this much
 
 
+def set_kernel_environment(live: Path) -> None:
+    """What the kernels that run the chapters for the build inherit (also _ext/execute_chapters.py)."""
+    # Explorers: only their static text/html form (tx/explorer.py); no widget, no widget state
+    # on the page.
+    os.environ["TX_EXPLORER_STATIC"] = "1"
+    # Live blocks of models trained in a chapter (tx.live.generator, tx.live.classifier) export
+    # them into this folder's tx-live/NAME/ as the chapter runs; it is copied to _static/ after.
+    os.environ["TX_LIVE_DIR"] = str(live.resolve())
+
+
 def add_static_paths(app: Sphinx, config) -> None:
     """Serve _build/vendor (from `make vendor`) and _ext/static as static files."""
     vendor = Path(app.confdir, config.book_site_vendor_dir)
@@ -82,12 +92,7 @@ def add_static_paths(app: Sphinx, config) -> None:
     config.html_favicon = str(HERE / "extra" / "favicon.ico")
     if str(HERE / "extra") not in config.html_extra_path:
         config.html_extra_path.append(str(HERE / "extra"))
-    # Explorers: the kernels that execute the chapters inherit this, and give only their
-    # static text/html form (tx/explorer.py); no widget, no widget state on the page.
-    os.environ["TX_EXPLORER_STATIC"] = "1"
-    # Live blocks of models trained in a chapter (tx.live.generator, tx.live.classifier) export
-    # them into this folder's tx-live/NAME/ as the chapter runs; it is copied to _static/ after.
-    os.environ["TX_LIVE_DIR"] = str(live.resolve())
+    set_kernel_environment(live)
     # Each notebook page's download button (.ipynb); the theme's default, made explicit.
     config.html_theme_options["use_download_button"] = True
     # Light or dark as the reader's system prefers. Without a default the theme starts

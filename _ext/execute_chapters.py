@@ -32,6 +32,8 @@ from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 from jupyter_cache.executors.utils import single_nb_execution
 
+from book_site import set_kernel_environment  # this folder, _ext/
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book's default for execute.cache
 LIVE = ROOT / "_build" / "live"  # _config.yml's book_site_live_dir
@@ -62,9 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     # waits for its partner must sleep, not spin (OpenMP's default), or it burns the core the
     # other kernel needs. (Read by each kernel's OpenMP as it starts.)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    # The build's kernels see these (set by _ext/book_site.py in the build's own process).
-    os.environ["TX_EXPLORER_STATIC"] = "1"
-    os.environ["TX_LIVE_DIR"] = str(LIVE.resolve())
+    set_kernel_environment(LIVE)  # what the build's own kernels see
     shutil.rmtree(args.cache, ignore_errors=True)
     cache = get_cache(str(args.cache))
     # The longest first, so that the runs end together: by the Run All times measured on the
