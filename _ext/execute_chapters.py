@@ -60,9 +60,14 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.error(f"no such notebook: {', '.join(missing)}")
 
-    # Two notebooks at a time, each training on two threads, share two cores: a thread that
-    # waits for its partner must sleep, not spin (OpenMP's default), or it burns the core the
-    # other kernel needs. (Read by each kernel's OpenMP as it starts.)
+    # Notebooks run --jobs at a time share the machine's cores: each kernel gets its share
+    # of threads (one, for two at a time on two cores; a chapter that fixes its own thread
+    # count still does), and a thread that waits for its partner sleeps rather than spins
+    # (OpenMP's default), or it burns the core another kernel needs. (Read by each kernel's
+    # PyTorch and OpenMP as it starts; a value the caller set is kept.)
+    threads = max(1, len(os.sched_getaffinity(0)) // args.jobs)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    os.environ.setdefault("MKL_NUM_THREADS", str(threads))
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     set_kernel_environment(LIVE)  # what the build's own kernels see
     shutil.rmtree(args.cache, ignore_errors=True)
@@ -78,8 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         for path, nb, seconds, error in pool.imap_unordered(_execute, [(p, args.timeout) for p in paths]):
             name = os.path.relpath(path, ROOT)
             if error is not None:
+                print(f"{name}: a cell raised; the build stops here.\n{error}", file=sys.stderr, flush=True)
+                # Stop the other notebooks now. Pool.terminate's SIGTERM is not enough: a worker
+                # that ran nbclient can outlive it, and terminate then waits for it forever. The
+                # workers' kernels end when their worker does (ipykernel watches its parent).
+                for worker in multiprocessing.active_children():
+                    worker.kill()
                 pool.terminate()
-                print(f"{name}: a cell raised; the build stops here.\n{error}", file=sys.stderr)
                 return 1
             record = cache.add_nb_to_project(path)
             cache.cache_notebook_bundle(CacheBundleIn(nb, record.uri, data={"execution_seconds": seconds}),
