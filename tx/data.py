@@ -5,15 +5,14 @@ V vocabulary size. Every id tensor is ``torch.long`` and padded on the right wit
 
 The built-in corpus comes from the small grammar in :mod:`tx.grammar`, so it needs no
 download and is the same on every machine. ``load_parallel_tsv`` reads a real corpus (the
-Tatoeba ``fra.txt`` layout) for readers who want one.
+Tatoeba ``fra.txt`` layout) for readers who want one. The tokenizer and the special ids
+live in :mod:`tx.tokens` and are re-exported here.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,11 @@ import torch
 from torch import Tensor
 
 from .checks import check_int
+from .grammar import PHRASES, RUNNING_EXAMPLES, generate_pairs
+from .subwords import SubwordVocab
+from .tokens import (  # re-exported: tx.data is where the chapters meet them
+    BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIALS, UNK, UNK_ID, Pair, as_id_list, detokenize, tokenize,
+)
 
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
@@ -31,46 +35,7 @@ __all__ = [
     "Batch", "encode_pairs", "pad", "batches",
 ]
 
-Pair = tuple[str, str]
-
-PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
-SPECIALS = (PAD, BOS, EOS, UNK)
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
-
-# ----------------------------------------------------------------------------- tokens
-
-# An elided word keeps its apostrophe ("j'", "l'") when a letter follows; then runs of
-# letters and digits; then any other visible character is a token of its own.
-_TOKEN_RE = re.compile(r"[^\W\d_]+'(?=[^\W_])|[^\W_]+|\S")
-# The spaces detokenize removes: after an elision, and before . , ! ? ; (tokens hold no
-# spaces, and no word token starts with a quote or a mark, so these are token boundaries).
-_GLUE_RE = re.compile(r"(?<=') | (?=[.,!?;])")
-
-
-def tokenize(text: str) -> list[str]:
-    """Split lowercased text into words, elided words ("j'", "l'") and punctuation marks."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__} {text!r:.60}.")
-    # NFC so that a decomposed "é" (e + combining accent) stays one letter of one word.
-    text = unicodedata.normalize("NFC", text).lower().replace("\u2019", "'")
-    return _TOKEN_RE.findall(text)
-
-
-def detokenize(tokens: Sequence[str]) -> str:
-    """Join tokens with spaces, except after an elision ("j'") and before . , ! ? ;."""
-    return _GLUE_RE.sub("", " ".join(tokens))
-
-
 # ----------------------------------------------------------------------------- vocabulary
-
-
-def _as_id_list(ids: Iterable[int] | Tensor) -> list[int]:
-    """Turn a 1-D tensor [T] or any iterable of ints into a list of Python ints."""
-    if isinstance(ids, Tensor):
-        if ids.dim() != 1:
-            raise ValueError(f"expected a 1-D tensor of ids [T], got shape {tuple(ids.shape)}")
-        return ids.tolist()
-    return [int(i) for i in ids]
 
 
 class Vocab:
@@ -133,7 +98,7 @@ class Vocab:
     def tokens(self, ids: Iterable[int] | Tensor) -> list[str]:
         """Ids [T] -> token strings, specials kept (for the tick labels of attention plots)."""
         out = []
-        for i in _as_id_list(ids):
+        for i in as_id_list(ids):
             if not 0 <= i < len(self.itos):
                 raise ValueError(f"id {i} is out of range for a vocabulary of {len(self)} tokens")
             out.append(self.itos[i])
@@ -141,7 +106,7 @@ class Vocab:
 
     def decode(self, ids: Iterable[int] | Tensor, strip_specials: bool = True) -> str:
         """Ids [T] -> text, cut at the first EOS, without BOS/PAD (strip_specials=False: all)."""
-        ids = _as_id_list(ids)
+        ids = as_id_list(ids)
         if strip_specials:
             # A decoder keeps emitting after EOS while the rest of its batch finishes.
             end = ids.index(EOS_ID) if EOS_ID in ids else len(ids)
@@ -171,15 +136,11 @@ def vocab_from_dict(d: dict) -> Vocab:
     if not isinstance(d, dict):
         raise TypeError(f"a vocabulary is stored as a dict, got {type(d).__name__}.")
     if d.get("kind") == "bpe":
-        from .subwords import SubwordVocab  # here: tx.subwords imports this module
-
         return SubwordVocab.from_dict(d)
     return Vocab.from_dict(d)
 
 
 def _is_vocab(vocab: object) -> bool:
-    from .subwords import SubwordVocab
-
     return isinstance(vocab, (Vocab, SubwordVocab))
 
 
@@ -242,8 +203,6 @@ def load_corpus(seed: int = 0, n_pairs: int = 12000, valid_fraction: float = 0.0
     """
     if phrase_repeats < 1:
         raise ValueError(f"phrase_repeats must be at least 1, got {phrase_repeats}")
-    from .grammar import PHRASES, RUNNING_EXAMPLES, generate_pairs  # here: the grammar uses this module's tokenizer
-
     pairs = generate_pairs(seed, n_pairs)
     phrases = dict(PHRASES)
     corpus = split_corpus(pairs, seed, valid_fraction, test_fraction,
