@@ -5,8 +5,9 @@ V vocabulary size. Every id tensor is ``torch.long`` and padded on the right wit
 
 The built-in corpus comes from the small grammar in :mod:`tx.grammar`, so it needs no
 download and is the same on every machine. ``load_parallel_tsv`` reads a real corpus (the
-Tatoeba ``fra.txt`` layout) for readers who want one. The tokenizer and the special ids
-live in :mod:`tx.tokens` and are re-exported here.
+Tatoeba ``fra.txt`` layout) for readers who want one, and ``subword_vocabs`` learns its
+BPE vocabularies. The tokenizer and the special ids live in :mod:`tx.tokens` and are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from .checks import check_int
+from .config import TransformerConfig
 from .grammar import PHRASES, RUNNING_EXAMPLES, generate_pairs
 from .subwords import SubwordVocab
 from .tokens import (  # re-exported: tx.data is where the chapters meet them
@@ -29,9 +32,9 @@ from .tokens import (  # re-exported: tx.data is where the chapters meet them
 
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
-    "tokenize", "detokenize", "Vocab", "vocab_from_dict", "check_vocabs", "check_pairs",
+    "tokenize", "detokenize", "Vocab", "vocab_from_dict", "check_vocabs", "check_pairs", "check_lengths",
     "ParallelCorpus", "load_corpus", "split_corpus",
-    "load_parallel_tsv", "copy_pairs",
+    "load_parallel_tsv", "subword_vocabs", "copy_pairs",
     "Batch", "encode_pairs", "pad", "batches",
 ]
 
@@ -178,6 +181,24 @@ def check_pairs(pairs: object, name: str = "pairs") -> None:
             raise TypeError(f"{name}[{i}] must be a (source, target) pair of strings, got {pair!r:.80}.")
 
 
+def check_lengths(pairs: Sequence[tuple[str, str]], max_len: int, name: str = "pairs",
+                  src_vocab: Any = None, tgt_vocab: Any = None) -> None:
+    """Raise a clear error naming the pair if a source or target sentence needs more than ``max_len`` positions.
+
+    A source takes its tokens + <eos>; a target, as decoder input, <bos> + its tokens. Tokens
+    are words (``tx.data.tokenize``), or the pieces of the vocabularies when they are given.
+    """
+    for i, (src, tgt) in enumerate(pairs):
+        for side, sentence, vocab in (("source", src, src_vocab), ("target", tgt, tgt_vocab)):
+            n = 1 + (len(tokenize(sentence)) if vocab is None else len(vocab.encode(sentence, False, False)))
+            if n > max_len:
+                raise ValueError(
+                    f"{name}[{i}]: the {side} sentence needs {n} positions (its tokens and one special "
+                    f"token), more than the model's max_len={max_len}: {sentence[:60]!r}. Shorten or drop it, "
+                    "or build the model with a larger max_len."
+                )
+
+
 # ----------------------------------------------------------------------------- corpora
 
 
@@ -307,6 +328,18 @@ def _check_tsv_pair(pair: Pair, where: str, max_tokens: int | None) -> None:
                 f"{where}: the {side} sentence has {len(tokenize(sentence))} tokens, more than the "
                 f"{max_tokens} the model's positions allow; shorten or split it, or delete the line."
             )
+
+
+def subword_vocabs(corpus: ParallelCorpus, vocab_size: int = 4000) -> tuple[SubwordVocab, SubwordVocab]:
+    """Cased BPE vocabularies (French, English) learned from ``corpus.train`` alone, every split checked to fit.
+
+    What ``python -m tx.train --tsv`` trains with; ``bench/real_corpus.py`` uses it too.
+    """
+    src_vocab = SubwordVocab.train([fr for fr, _ in corpus.train], vocab_size)
+    tgt_vocab = SubwordVocab.train([en for _, en in corpus.train], vocab_size)
+    for split in ("train", "valid", "test"):  # in pieces now: a long word may need many
+        check_lengths(getattr(corpus, split), TransformerConfig.real(4, 4).max_len, split, src_vocab, tgt_vocab)
+    return src_vocab, tgt_vocab
 
 
 def copy_pairs(n: int, vocab_words: int = 20, min_len: int = 3, max_len: int = 8,
