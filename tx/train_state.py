@@ -1,8 +1,9 @@
 """A training run's state, kept beside its checkpoint so that the run can resume where it stopped.
 
-``tx.train.fit`` takes a :class:`TrainState` to resume from and hands one to its ``save``
-callback; ``python -m tx.train --tsv ... --resume`` (:mod:`tx.cli.train_tsv`) writes and
-reads it with :func:`save_state` and :func:`load_state`, as safetensors, never pickle.
+``tx.train.fit`` takes a ``TrainState`` to resume from and hands one to its ``save``
+callback; ``python -m tx.train --tsv ... --resume`` (:mod:`tx.cli.train`) writes and
+reads it with ``save_state`` and ``load_state``, as safetensors, never pickle. ``tx.train``
+re-exports all four names, and the API page documents them there.
 """
 
 from __future__ import annotations
