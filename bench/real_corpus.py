@@ -35,7 +35,8 @@ import torch
 
 import tx
 from tx.subwords import unknown_rate
-from tx.train import TrainConfig, TrainState, fit, subword_vocabs
+from tx.data import subword_vocabs
+from tx.train import TrainConfig, TrainState, fit
 
 DEFAULT_TSV = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tatoeba-eng-fra-75k.tsv"
 

@@ -31,6 +31,7 @@ import torch
 
 import tx
 from tx import checkpoint, data, evaluate, train
+from tx.cli import train as train_command  # python -m tx.train
 from tx.data import Vocab
 from tx.exercises import learner
 from tx.train import TrainConfig
@@ -66,7 +67,7 @@ class TrainingStarted(Exception):
 
 def run_train(*argv: str) -> None:
     """``python -m tx.train ARGV`` in-process, training replaced by a tripwire; CommandFailed on exit != 0."""
-    _run(train.main, argv, mock.patch.object(train, "fit", side_effect=TrainingStarted("training started")))
+    _run(train_command.main, argv, mock.patch.object(train, "fit", side_effect=TrainingStarted("training started")))
 
 
 def run_learner(*argv: str) -> None:
@@ -554,7 +555,7 @@ def test_a_diverging_run_writes_no_checkpoint_and_keeps_the_old_one(tmp_path):
     with mock.patch.object(train, "fit", side_effect=diverged), redirect_stderr(err), \
             mock.patch.object(data, "load_corpus", return_value=data.split_corpus(data.copy_pairs(100))):
         with pytest.raises(SystemExit, match=r"loss became nan at step 7.*No checkpoint was written; .*m.safetensors is unchanged"):
-            train.main(["--out", str(out), "--force"])
+            train_command.main(["--out", str(out), "--force"])
     assert snapshot(tmp_path) == before
 
 

@@ -13,7 +13,8 @@ import torch
 from torch.testing import assert_close
 
 import tx
-from tx import data, scale
+from tx import data, parallel, scale
+from tx.cli import train as train_command  # python -m tx.train
 from tx.train import TrainConfig, batch_loss, fit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +66,7 @@ def test_fp16_on_the_cpu_stops_fit_and_the_command(corpus, tmp_path, capsys):
             progress=False)
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit):
-            tx.train.main(["--out", str(tmp_path / "m.safetensors"), "--precision", "fp16", "--pairs", "400"])
+            train_command.main(["--out", str(tmp_path / "m.safetensors"), "--precision", "fp16", "--pairs", "400"])
         assert "needs a CUDA GPU" in capsys.readouterr().err
 
 
@@ -160,7 +161,7 @@ def test_ddp_training_gives_the_weights_of_one_process_on_the_same_batches(corpu
 
 
 def test_fit_refuses_a_global_batch_that_does_not_split(corpus, monkeypatch):
-    monkeypatch.setattr(scale, "world", lambda: scale.World(0, 3))
+    monkeypatch.setattr(parallel, "world", lambda: scale.World(0, 3))  # what fit asks
     model = tx.Transformer.from_config(small_config(corpus))
     with pytest.raises(ValueError, match="does not split evenly over 3 processes"):
         fit(model, corpus.train, [], corpus.src_vocab, corpus.tgt_vocab, TrainConfig(steps=1, batch_size=16),

@@ -7,6 +7,7 @@ from torch.testing import assert_close
 
 import tx
 from tx import data
+from tx.cli import train as train_command  # python -m tx.train
 from tx.train import TrainConfig, fit, loss_fn, rate, smoothed_targets, warmup_schedule
 
 
@@ -84,13 +85,13 @@ def test_fit_without_pairs_is_a_clear_error(corpus):
 
 def test_command_line_writes_a_loadable_checkpoint_and_keeps_existing_files(tmp_path, capsys):
     out = tmp_path / "m.safetensors"
-    info = tx.train.main(["--out", str(out), "--steps", "3", "--pairs", "400"])
+    info = train_command.main(["--out", str(out), "--steps", "3", "--pairs", "400"])
     assert out.is_file() and "test" in info
     loaded = tx.checkpoint.load(out)
     assert loaded.info["train"]["steps"] == 3 and len(loaded.src_vocab) == loaded.model.config.src_vocab_size
     before = out.read_bytes()
     with pytest.raises(SystemExit):
-        tx.train.main(["--out", str(out), "--steps", "3", "--pairs", "400"])
+        train_command.main(["--out", str(out), "--steps", "3", "--pairs", "400"])
     assert out.read_bytes() == before
     assert "--force" in capsys.readouterr().err
 
@@ -100,7 +101,7 @@ def test_command_line_fixes_the_thread_count_and_restores_it(tmp_path):
     before = torch.get_num_threads()
     paths = [tmp_path / f"run{i}.safetensors" for i in range(2)]
     for path in paths:
-        tx.train.main(["--out", str(path), "--steps", "4", "--pairs", "400", "--threads", "1"])
+        train_command.main(["--out", str(path), "--steps", "4", "--pairs", "400", "--threads", "1"])
         assert torch.get_num_threads() == before
     a, b = (tx.checkpoint.load(p).model.state_dict() for p in paths)
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -6,7 +6,8 @@ Dh = D / H head size, V vocabulary size.
 The model pieces import eagerly; the heavier helpers (``tx.data``, ``tx.grammar``,
 ``tx.train``, ``tx.evaluate``, ``tx.checkpoint``, ``tx.viz``, ``tx.explorer``, ``tx.exercises``,
 ``tx.subwords``, ``tx.translate``, ``tx.export``, ``tx.live``, ``tx.lm_train``, ``tx.vision``,
-``tx.scale``) load on first use.
+``tx.scale``, and the modules under them: ``tx.tokens``, ``tx.parallel``, ``tx.progress``,
+``tx.train_state``, ``tx.cli``) load on first use. tx/README.md maps them to the chapters.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ __all__ = [
     "LanguageModelConfig", "LanguageModel", "LanguageModelCache", "generate",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
     "subwords", "translate", "export", "live", "vision", "generation", "lm_train", "scale",
+    "tokens", "parallel", "progress", "train_state", "cli",
 ]
 
 _LAZY = {
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate",
-    "export", "live", "lm_train", "scale",
+    "export", "live", "lm_train", "scale", "tokens", "parallel", "progress", "train_state", "cli",
     "vision",  # imports scikit-learn, only to load the digits
 }
 

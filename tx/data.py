@@ -5,72 +5,40 @@ V vocabulary size. Every id tensor is ``torch.long`` and padded on the right wit
 
 The built-in corpus comes from the small grammar in :mod:`tx.grammar`, so it needs no
 download and is the same on every machine. ``load_parallel_tsv`` reads a real corpus (the
-Tatoeba ``fra.txt`` layout) for readers who want one.
+Tatoeba ``fra.txt`` layout) for readers who want one, and ``subword_vocabs`` learns its
+BPE vocabularies. The tokenizer and the special ids live in :mod:`tx.tokens` and are
+re-exported here.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from .checks import check_int
+from .config import TransformerConfig
+from .grammar import PHRASES, RUNNING_EXAMPLES, generate_pairs
+from .subwords import SubwordVocab
+from .tokens import (  # re-exported: tx.data is where the chapters meet them
+    BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIALS, UNK, UNK_ID, Pair, as_id_list, detokenize, tokenize,
+)
 
 __all__ = [
     "PAD", "BOS", "EOS", "UNK", "SPECIALS", "PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID",
-    "tokenize", "detokenize", "Vocab", "vocab_from_dict", "check_vocabs", "check_pairs",
+    "tokenize", "detokenize", "Vocab", "vocab_from_dict", "check_vocabs", "check_pairs", "check_lengths",
     "ParallelCorpus", "load_corpus", "split_corpus",
-    "load_parallel_tsv", "copy_pairs",
+    "load_parallel_tsv", "subword_vocabs", "copy_pairs",
     "Batch", "encode_pairs", "pad", "batches",
 ]
 
-Pair = tuple[str, str]
-
-PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
-SPECIALS = (PAD, BOS, EOS, UNK)
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
-
-# ----------------------------------------------------------------------------- tokens
-
-# An elided word keeps its apostrophe ("j'", "l'") when a letter follows; then runs of
-# letters and digits; then any other visible character is a token of its own.
-_TOKEN_RE = re.compile(r"[^\W\d_]+'(?=[^\W_])|[^\W_]+|\S")
-# The spaces detokenize removes: after an elision, and before . , ! ? ; (tokens hold no
-# spaces, and no word token starts with a quote or a mark, so these are token boundaries).
-_GLUE_RE = re.compile(r"(?<=') | (?=[.,!?;])")
-
-
-def tokenize(text: str) -> list[str]:
-    """Split lowercased text into words, elided words ("j'", "l'") and punctuation marks."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__} {text!r:.60}.")
-    # NFC so that a decomposed "é" (e + combining accent) stays one letter of one word.
-    text = unicodedata.normalize("NFC", text).lower().replace("\u2019", "'")
-    return _TOKEN_RE.findall(text)
-
-
-def detokenize(tokens: Sequence[str]) -> str:
-    """Join tokens with spaces, except after an elision ("j'") and before . , ! ? ;."""
-    return _GLUE_RE.sub("", " ".join(tokens))
-
-
 # ----------------------------------------------------------------------------- vocabulary
-
-
-def _as_id_list(ids: Iterable[int] | Tensor) -> list[int]:
-    """Turn a 1-D tensor [T] or any iterable of ints into a list of Python ints."""
-    if isinstance(ids, Tensor):
-        if ids.dim() != 1:
-            raise ValueError(f"expected a 1-D tensor of ids [T], got shape {tuple(ids.shape)}")
-        return ids.tolist()
-    return [int(i) for i in ids]
 
 
 class Vocab:
@@ -133,7 +101,7 @@ class Vocab:
     def tokens(self, ids: Iterable[int] | Tensor) -> list[str]:
         """Ids [T] -> token strings, specials kept (for the tick labels of attention plots)."""
         out = []
-        for i in _as_id_list(ids):
+        for i in as_id_list(ids):
             if not 0 <= i < len(self.itos):
                 raise ValueError(f"id {i} is out of range for a vocabulary of {len(self)} tokens")
             out.append(self.itos[i])
@@ -141,7 +109,7 @@ class Vocab:
 
     def decode(self, ids: Iterable[int] | Tensor, strip_specials: bool = True) -> str:
         """Ids [T] -> text, cut at the first EOS, without BOS/PAD (strip_specials=False: all)."""
-        ids = _as_id_list(ids)
+        ids = as_id_list(ids)
         if strip_specials:
             # A decoder keeps emitting after EOS while the rest of its batch finishes.
             end = ids.index(EOS_ID) if EOS_ID in ids else len(ids)
@@ -171,15 +139,11 @@ def vocab_from_dict(d: dict) -> Vocab:
     if not isinstance(d, dict):
         raise TypeError(f"a vocabulary is stored as a dict, got {type(d).__name__}.")
     if d.get("kind") == "bpe":
-        from .subwords import SubwordVocab  # here: tx.subwords imports this module
-
         return SubwordVocab.from_dict(d)
     return Vocab.from_dict(d)
 
 
 def _is_vocab(vocab: object) -> bool:
-    from .subwords import SubwordVocab
-
     return isinstance(vocab, (Vocab, SubwordVocab))
 
 
@@ -217,6 +181,24 @@ def check_pairs(pairs: object, name: str = "pairs") -> None:
             raise TypeError(f"{name}[{i}] must be a (source, target) pair of strings, got {pair!r:.80}.")
 
 
+def check_lengths(pairs: Sequence[tuple[str, str]], max_len: int, name: str = "pairs",
+                  src_vocab: Any = None, tgt_vocab: Any = None) -> None:
+    """Raise a clear error naming the pair if a source or target sentence needs more than ``max_len`` positions.
+
+    A source takes its tokens + <eos>; a target, as decoder input, <bos> + its tokens. Tokens
+    are words (``tx.data.tokenize``), or the pieces of the vocabularies when they are given.
+    """
+    for i, (src, tgt) in enumerate(pairs):
+        for side, sentence, vocab in (("source", src, src_vocab), ("target", tgt, tgt_vocab)):
+            n = 1 + (len(tokenize(sentence)) if vocab is None else len(vocab.encode(sentence, False, False)))
+            if n > max_len:
+                raise ValueError(
+                    f"{name}[{i}]: the {side} sentence needs {n} positions (its tokens and one special "
+                    f"token), more than the model's max_len={max_len}: {sentence[:60]!r}. Shorten or drop it, "
+                    "or build the model with a larger max_len."
+                )
+
+
 # ----------------------------------------------------------------------------- corpora
 
 
@@ -242,8 +224,6 @@ def load_corpus(seed: int = 0, n_pairs: int = 12000, valid_fraction: float = 0.0
     """
     if phrase_repeats < 1:
         raise ValueError(f"phrase_repeats must be at least 1, got {phrase_repeats}")
-    from .grammar import PHRASES, RUNNING_EXAMPLES, generate_pairs  # here: the grammar uses this module's tokenizer
-
     pairs = generate_pairs(seed, n_pairs)
     phrases = dict(PHRASES)
     corpus = split_corpus(pairs, seed, valid_fraction, test_fraction,
@@ -348,6 +328,18 @@ def _check_tsv_pair(pair: Pair, where: str, max_tokens: int | None) -> None:
                 f"{where}: the {side} sentence has {len(tokenize(sentence))} tokens, more than the "
                 f"{max_tokens} the model's positions allow; shorten or split it, or delete the line."
             )
+
+
+def subword_vocabs(corpus: ParallelCorpus, vocab_size: int = 4000) -> tuple[SubwordVocab, SubwordVocab]:
+    """Cased BPE vocabularies (French, English) learned from ``corpus.train`` alone, every split checked to fit.
+
+    What ``python -m tx.train --tsv`` trains with; ``bench/real_corpus.py`` uses it too.
+    """
+    src_vocab = SubwordVocab.train([fr for fr, _ in corpus.train], vocab_size)
+    tgt_vocab = SubwordVocab.train([en for _, en in corpus.train], vocab_size)
+    for split in ("train", "valid", "test"):  # in pieces now: a long word may need many
+        check_lengths(getattr(corpus, split), TransformerConfig.real(4, 4).max_len, split, src_vocab, tgt_vocab)
+    return src_vocab, tgt_vocab
 
 
 def copy_pairs(n: int, vocab_words: int = 20, min_len: int = 3, max_len: int = 8,

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from .checks import check_int
-from .data import Pair, detokenize, tokenize
+from .tokens import Pair, detokenize, tokenize
 
 __all__ = ["PHRASES", "RUNNING_EXAMPLES", "grammar_pairs", "generate_pairs"]
 

@@ -7,16 +7,14 @@ encoder, each training sequence is ``<bos> french <sep> english <eos>`` and the 
 only the English tokens (and the final ``<eos>``): the French part is given, never
 predicted. At test time the prompt is ``<bos> french <sep>`` and the model continues it.
 
-Run ``python -m tx.lm_train --help`` to train the decoder-only translator of chapter 13.
+``python -m tx.lm_train`` (:mod:`tx.cli.lm_train`) trains the decoder-only translator of chapter 13.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -27,10 +25,10 @@ from .checks import check_float, check_int
 from .config import LanguageModelConfig
 from .generation import generate, left_pad
 from .language_model import LanguageModel
-from .train import cpu_threads, loss_fn, make_optimizer, warmup_schedule
+from .train import loss_fn, make_optimizer, warmup_schedule
 
 __all__ = ["SEP", "joint_vocab", "sentence_ids", "pair_ids", "batch", "perplexity",
-           "fit_lm", "step_times", "translate", "main"]
+           "fit_lm", "step_times", "translate", "translator_config"]
 
 SEP = "<sep>"  # between the French prompt and the English answer
 
@@ -165,55 +163,7 @@ def step_times(lm: LanguageModel, examples: Sequence[tuple[list[int], int]], cor
     return spent["lm"] / rounds, spent["book"] / rounds
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Train chapter 13's decoder-only translator on the built-in corpus for the book model's training time.
+if __name__ == "__main__":  # python -m tx.lm_train: the command is tx.cli.lm_train
+    from .cli.lm_train import main
 
-    The time is matched in CPU work: the book model took S steps; this one takes
-    S * (book step time / its own step time) steps, both step times measured in turns at
-    the start of the run (:func:`step_times`), so a busy machine does not tilt the comparison.
-    """
-    from . import checkpoint, evaluate
-
-    parser = argparse.ArgumentParser(prog="python -m tx.lm_train", description=main.__doc__)
-    parser.add_argument("--translate", action="store_true", required=True,
-                        help="train on '<bos> french <sep> english <eos>' sequences (the only task this command has)")
-    parser.add_argument("--out", type=Path, default=checkpoint.DECODER_ONLY_MODEL, help="checkpoint to write")
-    parser.add_argument("--steps", type=int, help="optimiser steps (default: the book checkpoint's training time, matched)")
-    parser.add_argument("--threads", type=int, default=2, help="CPU threads, as the book checkpoint was trained")
-    parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    args = parser.parse_args(argv)
-    if (args.steps is not None and args.steps < 1) or args.threads < 1:
-        parser.error("--steps and --threads must be at least 1.")
-    if args.out.exists() and not args.force:
-        parser.error(f"{args.out} exists; pass --force to overwrite it.")
-    book = checkpoint.read_metadata(checkpoint.BOOK_MODEL)["info"]
-    tcfg = book["train"]
-    corpus = data.load_corpus(seed=tcfg["seed"], n_pairs=tcfg["pairs"])  # the book model's splits
-    vocab = joint_vocab(corpus.train)
-    examples = [pair_ids(vocab, fr, en) for fr, en in corpus.train]
-    with cpu_threads(args.threads):
-        torch.manual_seed(0)
-        model = LanguageModel(translator_config(len(vocab)))
-        t_lm, t_book = step_times(model, examples, corpus)
-        steps = round(tcfg["steps"] * t_book / t_lm) if args.steps is None else args.steps
-        history = fit_lm(model, examples, steps=steps, batch_size=tcfg["batch_size"], warmup=tcfg["warmup"],
-                         label_smoothing=tcfg["label_smoothing"], seed=0)
-        hyps = translate(model, vocab, [fr for fr, _ in corpus.test])
-    refs = [vocab.normalise(en) for _, en in corpus.test]
-    scores = {"exact_match": evaluate.exact_match(hyps, refs), "bleu": evaluate.bleu(hyps, refs), "n": len(refs)}
-    info = {"train": {"steps": steps, "batch_size": tcfg["batch_size"], "warmup": tcfg["warmup"],
-                      "label_smoothing": tcfg["label_smoothing"], "seed": 0, "pairs": tcfg["pairs"],
-                      "threads": args.threads},
-            "step_cpu_seconds": {"decoder_only": t_lm, "book": t_book}, "book_steps": tcfg["steps"],
-            "test": scores, "seconds": round(history["seconds"], 1), "parameters": model.n_parameters(),
-            "final_train_loss": history["train_loss"][-1],
-            "command": "python -m tx.lm_train --translate" + (f" --steps {args.steps}" if args.steps else "")}
-    checkpoint.save_language_model(args.out, model, vocab, info)
-    print(f"trained {steps} steps ({t_book / t_lm:.2f} x the book model's {tcfg['steps']}: a step costs "
-          f"{t_lm / t_book:.2f} x its CPU time) in {history['seconds']:.0f} s; test exact match "
-          f"{scores['exact_match']:.1%}, BLEU {scores['bleu']:.1f} on {scores['n']} sentences; wrote {args.out}")
-    return info
-
-
-if __name__ == "__main__":
     main()

@@ -26,7 +26,7 @@ from typing import Any
 from torch import Tensor
 
 from .checks import check_int
-from .data import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK, UNK_ID, _as_id_list
+from .tokens import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK, UNK_ID, as_id_list
 
 __all__ = ["SubwordVocab", "split_words", "count_pairs", "merge_pair", "learn_merges", "unknown_rate"]
 
@@ -118,7 +118,7 @@ class SubwordVocab:
     def tokens(self, ids: Iterable[int] | Tensor) -> list[str]:
         """Ids [T] -> piece strings, specials kept (for tick labels)."""
         out = []
-        for i in _as_id_list(ids):
+        for i in as_id_list(ids):
             if not 0 <= i < len(self):
                 raise ValueError(f"id {i} is out of range for a vocabulary of {len(self)} pieces")
             out.append(self._tok.id_to_token(i))
@@ -126,7 +126,7 @@ class SubwordVocab:
 
     def decode(self, ids: Iterable[int] | Tensor, strip_specials: bool = True) -> str:
         """Ids [T] -> text, cut at the first EOS, without BOS/PAD (strip_specials=False: pieces joined as they are)."""
-        ids = _as_id_list(ids)
+        ids = as_id_list(ids)
         if not strip_specials:
             return " ".join(self.tokens(ids))
         end = ids.index(EOS_ID) if EOS_ID in ids else len(ids)

@@ -1,38 +1,40 @@
-"""Training: the paper's optimiser, warm-up schedule and label-smoothed loss, and a seeded loop.
+"""Training (chapter 10): the paper's optimiser, warm-up schedule and label-smoothed loss, and a seeded loop.
 
 Axes: B batch, T target length, V target vocabulary size.
 
-Run ``python -m tx.train --help`` to train the book's model on the built-in corpus and
-write a checkpoint.
+The command ``python -m tx.train`` (:mod:`tx.cli.train`) trains the book's model with
+:func:`fit` and writes a checkpoint; a run's resumable state is :mod:`tx.train_state`, its
+progress lines :mod:`tx.progress`, and mixed precision and data parallelism
+:mod:`tx.parallel` (chapter A1's ``tx.scale`` re-exports it).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import itertools
-import json
 import math
-import os
-import sys
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from . import data, scale
+from . import data
+# tx.scale's pieces, by the name fit and batch_loss give them (tx.scale itself runs fit, so it sits above)
+from . import parallel as scale
 from .checks import check_float, check_int, check_same, check_tensor
-from .config import TransformerConfig
+from .data import check_lengths
 from .model import Transformer
+from .progress import progress_bar as _progress_bar  # fit's name for it
+from .train_state import TrainState, load_state, save_state, state_path
 
 __all__ = [
     "TrainConfig", "rate", "warmup_schedule", "make_optimizer", "smoothed_targets",
-    "loss_fn", "batch_loss", "fit", "valid_loss", "check_lengths", "main",
-    "TrainState", "save_state", "load_state", "state_path", "subword_vocabs",
+    "loss_fn", "batch_loss", "fit", "valid_loss", "check_lengths", "cpu_threads",
+    # a run's resumable state, re-exported: fit takes and saves it
+    "TrainState", "save_state", "load_state", "state_path",
 ]
 
 
@@ -72,66 +74,6 @@ class TrainConfig:
         preset = dict(steps=100_000, batch_size=96, warmup=1000, lr_factor=1.0, eval_every=1000,
                       save_every=500, minutes=10.0, bucket=50)
         return cls(**{**preset, **overrides})
-
-
-@dataclass
-class TrainState:
-    """Where a run stands, to resume it: steps done, the optimiser's and the schedule's states, time spent."""
-
-    step: int = 0
-    seconds: float = 0.0  # training time of every run so far (a time budget counts them all)
-    tokens: int = 0
-    optimizer: dict[str, Any] = field(default_factory=dict)  # Adam's state_dict()
-    schedule: dict[str, Any] = field(default_factory=dict)  # the LambdaLR's state_dict()
-
-
-def state_path(checkpoint_path: str | os.PathLike) -> Path:
-    """Where ``python -m tx.train`` keeps a run's :class:`TrainState`: beside the checkpoint, NAME.state.safetensors."""
-    path = Path(checkpoint_path)
-    return path.with_name(path.name.removesuffix(".safetensors") + ".state.safetensors")
-
-
-def save_state(path: str | os.PathLike, state: TrainState) -> Path:
-    """Write a :class:`TrainState` as safetensors (Adam's moments as tensors, the rest as JSON); never pickle."""
-    from safetensors.torch import save_file
-
-    path = Path(path)
-    tensors = {f"{i}.{key}": value.detach().cpu().contiguous()
-               for i, entries in state.optimizer.get("state", {}).items() for key, value in entries.items()}
-    meta = {"format": "tx-train-state", "step": str(state.step), "seconds": repr(float(state.seconds)),
-            "tokens": str(state.tokens), "param_groups": json.dumps(state.optimizer.get("param_groups", [])),
-            "schedule": json.dumps(state.schedule)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        save_file(tensors, str(tmp), metadata=meta)
-        os.replace(tmp, path)  # a run killed while saving leaves the previous state whole
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
-
-
-def load_state(path: str | os.PathLike) -> TrainState:
-    """Read what :func:`save_state` wrote; a clear error if the file is missing or not a training state."""
-    from safetensors import safe_open
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no training state at {path}, so the run cannot be resumed; train without --resume.")
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-            tensors = {key: f.get_tensor(key) for key in f.keys()}
-        if meta.get("format") != "tx-train-state":
-            raise ValueError("not a tx training state")
-        optimizer: dict[str, Any] = {"state": {}, "param_groups": json.loads(meta["param_groups"])}
-        for name, value in tensors.items():
-            i, key = name.split(".", 1)
-            optimizer["state"].setdefault(int(i), {})[key] = value
-        return TrainState(int(meta["step"]), float(meta["seconds"]), int(meta["tokens"]), optimizer,
-                          json.loads(meta["schedule"]))
-    except Exception as e:  # safetensors raises its own error types for a damaged file
-        raise ValueError(f"{path} is not a readable tx training state ({e}); train again without --resume.") from None
 
 
 def rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
@@ -418,24 +360,6 @@ def _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config) ->
         check_lengths(pairs, model.config.max_len, name, src_vocab, tgt_vocab)
 
 
-def check_lengths(pairs: Sequence[tuple[str, str]], max_len: int, name: str = "pairs",
-                  src_vocab: Any = None, tgt_vocab: Any = None) -> None:
-    """Raise a clear error naming the pair if a source or target sentence needs more than ``max_len`` positions.
-
-    A source takes its tokens + <eos>; a target, as decoder input, <bos> + its tokens. Tokens
-    are words (``tx.data.tokenize``), or the pieces of the vocabularies when they are given.
-    """
-    for i, (src, tgt) in enumerate(pairs):
-        for side, sentence, vocab in (("source", src, src_vocab), ("target", tgt, tgt_vocab)):
-            n = 1 + (len(data.tokenize(sentence)) if vocab is None else len(vocab.encode(sentence, False, False)))
-            if n > max_len:
-                raise ValueError(
-                    f"{name}[{i}]: the {side} sentence needs {n} positions (its tokens and one special "
-                    f"token), more than the model's max_len={max_len}: {sentence[:60]!r}. Shorten or drop it, "
-                    "or build the model with a larger max_len."
-                )
-
-
 def _check_finite(loss: float, step: int, config: TrainConfig) -> None:
     """Stop at the first loss that is NaN or infinite: the steps after it would only spread NaN through the weights."""
     if not math.isfinite(loss):
@@ -455,49 +379,6 @@ def _validate(model, valid_pairs, src_vocab, tgt_vocab, config, step, history, c
         callback(history)
 
 
-def _progress_bar(total: int, enabled: bool, initial: int = 0, minutes: float | None = None):
-    """One bar that redraws itself: a widget in Jupyter, one line in a terminal; a few lines in a log file.
-
-    A text bar written to a file (``python -m tx.train ... 2> log``) would leave one line
-    per redraw, thousands in all; there a line every tenth of the run (of its steps, or of
-    its time budget) is printed instead.
-    """
-    if not enabled or "ipykernel" in sys.modules or sys.stderr.isatty():
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, initial=initial, desc="training", unit="step", disable=not enabled, mininterval=0.5)
-    return _LogProgress(total, initial, minutes)
-
-
-class _LogProgress:
-    """The part of tqdm's interface fit uses, printing a plain line every tenth of the run."""
-
-    def __init__(self, total: int, initial: int = 0, minutes: float | None = None, lines: int = 10) -> None:
-        self.total, self.n, self.every = total, initial, max(1, total // lines)
-        self.seconds = math.inf if minutes is None else 60 * minutes / lines
-        self.postfix, self.began, self.start, self.last = "", time.perf_counter(), initial, time.perf_counter()
-
-    def update(self, n: int = 1) -> None:
-        self.n += n
-        if self.n % self.every == 0 or time.perf_counter() - self.last >= self.seconds:
-            self._print()
-
-    def set_postfix(self, **values: Any) -> None:
-        self.postfix = ", ".join(f"{k}={v}" for k, v in values.items())
-
-    def close(self) -> None:
-        if self.n % self.every:
-            self._print()
-
-    def _print(self) -> None:
-        took = time.perf_counter() - self.began
-        rate = (self.n - self.start) / took if took > 0 else 0.0
-        self.last = time.perf_counter()
-        print(f"training: step {self.n}/{self.total}, {took:.0f} s, {rate:.1f} steps/s, {self.postfix}",
-              file=sys.stderr, flush=True)
-
-
-
 @contextlib.contextmanager
 def cpu_threads(n: int) -> Iterator[None]:
     """Run the block on ``n`` CPU threads, then give back the caller's count, also after an error
@@ -510,233 +391,7 @@ def cpu_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Train the book's model on the built-in corpus (or, with --tsv, a cased subword model of a real corpus,
-    within a time budget), report test-set figures, write a checkpoint.
+if __name__ == "__main__":  # python -m tx.train: the command is tx.cli.train
+    from .cli.train import main
 
-    Every argument, the corpus and the output path are checked before the first step; a bad
-    one stops the command with exit status 2 and a message that names it. Under
-    ``torchrun --nproc_per_node N -m tx.train ...`` N processes train one model together
-    (DistributedDataParallel; ``--batch-size`` is then the global batch, split over them).
-    """
-    parser = argparse.ArgumentParser(prog="python -m tx.train", description=main.__doc__)
-    parser.add_argument("--out", type=Path, default=Path("runs/fr_en_small.safetensors"), help="checkpoint to write")
-    parser.add_argument("--steps", type=int, help=f"optimiser steps (default {TrainConfig.steps}; with --tsv, "
-                        f"{TrainConfig.real().steps}, the time budget deciding)")
-    parser.add_argument("--batch-size", type=int, help=f"sentence pairs a step (default {TrainConfig.batch_size}; "
-                        f"with --tsv, {TrainConfig.real().batch_size})")
-    parser.add_argument("--seed", type=int, default=0, help="seeds the corpus, the weights and the batches")
-    parser.add_argument("--pairs", type=int, default=12000, help="sentence pairs in the built-in corpus")
-    parser.add_argument("--tsv", type=Path, help="train on this tab-separated corpus instead (Tatoeba layout)")
-    parser.add_argument("--norm-first", action="store_true", help="pre-LN instead of the paper's post-LN")
-    parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    parser.add_argument("--threads", type=int, default=2,
-                        help="CPU threads; sums split over threads round differently, and 2 wrote the book's checkpoint")
-    parser.add_argument("--precision", choices=list(scale.PRECISIONS), default="fp32",
-                        help="bf16 or fp16 (CUDA only): train under torch.autocast; the checkpoint stays fp32")
-    _add_real_corpus_args(parser)
-    args = parser.parse_args(argv)
-    world = scale.init_from_env()  # under torchrun: one of WORLD_SIZE processes, gloo on CPU, nccl on GPUs
-    try:
-        return (_main_tsv if args.tsv is not None else _main_builtin)(parser, args, world)
-    finally:
-        scale.finish()
-
-
-def _main_builtin(parser: argparse.ArgumentParser, args: argparse.Namespace, world: scale.World) -> dict[str, Any]:
-    """The built-in corpus: the book's small model, trained by ``steps``."""
-    from . import checkpoint, evaluate
-
-    try:
-        tcfg = _check_args(args)
-        corpus = _load(args)
-    except (ValueError, TypeError, OSError) as e:
-        parser.error(str(e))
-    torch.manual_seed(args.seed)
-    cfg = TransformerConfig.small(len(corpus.src_vocab), len(corpus.tgt_vocab), norm_first=args.norm_first)
-    with cpu_threads(args.threads):  # on CPU the same thread count gives the same weights, bit for bit
-        model = Transformer.from_config(cfg).to(_device())
-        try:
-            history = fit(model, corpus.train, corpus.valid, corpus.src_vocab, corpus.tgt_vocab, tcfg)
-        except FloatingPointError as e:
-            raise SystemExit(f"python -m tx.train: error: {e} No checkpoint was written; {args.out} is unchanged.") from None
-        if world.rank != 0:  # the other processes hold the same weights; rank 0 tests and writes them
-            return {}
-        scores = evaluate.evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
-        info = {"train": vars(tcfg) | {"pairs": args.pairs, "tsv": str(args.tsv) if args.tsv else None},
-                "test": scores, "seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1],
-                "compared": corpus.tgt_vocab.comparison, "world_size": world.size}
-        checkpoint.save(args.out, model, corpus.src_vocab, corpus.tgt_vocab, info=info)
-    print(f"trained {history['step'][-1]} steps in {history['seconds']:.0f} s; test exact match "
-          f"{scores['exact_match']:.1%}, BLEU {scores['bleu']:.1f} on {scores['n']} sentences "
-          f"({corpus.tgt_vocab.comparison}); wrote {args.out}")
-    return info
-
-
-def _check_args(args: argparse.Namespace) -> TrainConfig:
-    """The command line's numbers and output path, checked before any corpus is read; returns the TrainConfig."""
-    from .checkpoint import check_writable
-    from .grammar import RUNNING_EXAMPLES
-
-    preset = TrainConfig.real() if args.tsv is not None else TrainConfig()
-    args.steps = preset.steps if args.steps is None else args.steps
-    args.batch_size = preset.batch_size if args.batch_size is None else args.batch_size
-    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--threads", args.threads)):
-        if value < 1:
-            raise ValueError(f"{flag} must be at least 1, got {value}.")
-    minutes = preset.minutes if getattr(args, "minutes", None) is None else args.minutes
-    if minutes is not None and not minutes > 0:
-        raise ValueError(f"--minutes must be more than 0, got {minutes}.")
-    if args.tsv is None and args.pairs < len(RUNNING_EXAMPLES):
-        raise ValueError(f"--pairs must be at least {len(RUNNING_EXAMPLES)} (the book's running examples), got {args.pairs}.")
-    if args.tsv is not None and args.tsv.is_dir():
-        raise IsADirectoryError(f"--tsv {args.tsv}: is a folder, not a corpus file.")
-    if args.tsv is not None and not args.tsv.is_file():
-        raise FileNotFoundError(f"--tsv {args.tsv}: no such file.")
-    resume = getattr(args, "resume", False)
-    if resume and args.tsv is None:
-        raise ValueError("--resume continues a --tsv run; the built-in corpus trains in a minute, train it anew.")
-    if args.out.exists() and not args.out.is_dir() and not args.force and not resume:
-        raise FileExistsError(f"{args.out} exists; pass --force to overwrite it, --resume to continue its run, "
-                              "or choose another --out")
-    if resume and not args.out.is_file():
-        raise FileNotFoundError(f"--resume: no checkpoint at {args.out} to continue; train without --resume first.")
-    check_writable(args.out)
-    precision = getattr(args, "precision", "fp32")
-    scale.check_precision(precision, _device())
-    world = scale.world()
-    if args.batch_size % world.size:
-        raise ValueError(f"--batch-size {args.batch_size} is the global batch of all {world.size} processes and "
-                         f"must split evenly over them; give a multiple of {world.size}.")
-    return preset.__class__(**{**vars(preset), "steps": args.steps, "batch_size": args.batch_size,
-                               "seed": args.seed, "minutes": minutes, "precision": precision})
-
-
-def _load(args: argparse.Namespace, max_len: int | None = None) -> data.ParallelCorpus:
-    """The corpus, checked: sentences that fit the model's positions, and pairs enough for every split."""
-    max_len = TransformerConfig.small(4, 4).max_len if max_len is None else max_len
-    if args.tsv is None:
-        try:
-            corpus = data.load_corpus(seed=args.seed, n_pairs=args.pairs)
-        except ValueError as e:
-            raise ValueError(f"--pairs {args.pairs}: {e}") from None
-    else:
-        pairs = data.load_parallel_tsv(args.tsv, max_tokens=max_len - 1)
-        corpus = data.split_corpus(pairs, seed=args.seed)
-    for split in ("train", "valid", "test"):
-        if not getattr(corpus, split):
-            n = sum(len(getattr(corpus, s)) for s in ("train", "valid", "test"))
-            raise ValueError(
-                f"the corpus of {n} pairs leaves the {split} split empty (5% of the distinct sources are held "
-                "out for validation and 5% for testing); give more pairs, at least 11 with distinct source sentences."
-            )
-        check_lengths(getattr(corpus, split), max_len, split)
-    return corpus
-
-
-def _add_real_corpus_args(parser: argparse.ArgumentParser) -> None:
-    """The options of training on a real corpus (``--tsv``), beside the built-in corpus's."""
-    parser.add_argument("--minutes", type=float, help="stop after this many minutes of training (default with "
-                        f"--tsv: {TrainConfig.real().minutes:g}; the steps still cap it)")
-    parser.add_argument("--resume", action="store_true", help="--tsv: continue the run whose checkpoint is --out")
-    parser.add_argument("--vocab-size", type=int, default=4000, help="--tsv: BPE pieces per language (default 4000)")
-    parser.add_argument("--credit", default="", help="--tsv: the corpus's source and licence, kept in the checkpoint")
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: scale.World) -> dict[str, Any]:
-    """``--tsv``: BPE vocabularies of the training split, the real-corpus presets, a time budget, resumable."""
-    from . import checkpoint, evaluate
-
-    try:
-        tcfg = _check_args(args)
-        if args.vocab_size < 5:
-            raise ValueError(f"--vocab-size must be at least 5 (four specials and a piece), got {args.vocab_size}.")
-        corpus = _load(args, TransformerConfig.real(4, 4).max_len)
-        digest = _sha256(args.tsv)
-        resume, model, credit = None, None, args.credit
-        if args.resume:
-            ck = checkpoint.load(args.out, _device())
-            resume = load_state(state_path(args.out))
-            _check_same_run(ck.info, args, digest, resume)
-            if tcfg.minutes is not None and resume.seconds >= 60 * tcfg.minutes:
-                raise ValueError(f"--resume: the run has trained {resume.seconds / 60:.1f} minutes, its whole "
-                                 f"--minutes {tcfg.minutes:g}; give a larger --minutes to train it longer.")
-            if resume.step >= tcfg.steps:
-                raise ValueError(f"--resume: the run has done {resume.step} steps, its whole --steps {tcfg.steps}; "
-                                 "give a larger --steps to train it longer.")
-            model, src_vocab, tgt_vocab = ck.model, ck.src_vocab, ck.tgt_vocab
-            credit = credit or ck.info.get("credit", "")
-        else:  # learned once, by rank 0, so every process has the same pieces
-            src_vocab, tgt_vocab = scale.broadcast_object(subword_vocabs(corpus, args.vocab_size)
-                                                          if world.rank == 0 else None)
-    except (ValueError, TypeError, OSError) as e:
-        parser.error(str(e))
-    if model is None:
-        torch.manual_seed(args.seed)
-        cfg = TransformerConfig.real(len(src_vocab), len(tgt_vocab), norm_first=args.norm_first)
-        model = Transformer.from_config(cfg).to(_device())
-    run = {"tsv": args.tsv.name, "tsv_sha256": digest, "credit": credit, "seed": args.seed, "world_size": world.size,
-           "vocab": f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} + {len(tgt_vocab)} pieces",
-           "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")}}
-
-    def save(state: TrainState) -> None:
-        checkpoint.save(args.out, model, src_vocab, tgt_vocab, info=run | {"step": state.step,
-                        "train_seconds": round(state.seconds, 1), "complete": False})
-        save_state(state_path(args.out), state)
-
-    try:
-        history = fit(model, corpus.train, corpus.valid, src_vocab, tgt_vocab, tcfg, resume=resume, save=save)
-    except FloatingPointError as e:
-        raise SystemExit(f"python -m tx.train: error: {e} The last checkpoint in {args.out} is kept; --resume continues it.") from None
-    if world.rank != 0:
-        return {}
-    scores = evaluate.evaluate(model, corpus.test, src_vocab, tgt_vocab)
-    info = run | {"step": history["step"][-1] if history["step"] else resume.step, "complete": True,
-                  "train_seconds": round(history["seconds"], 1), "final_valid_loss": history["valid_loss"][-1],
-                  "test": scores, "compared": tgt_vocab.comparison}
-    checkpoint.save(args.out, model, src_vocab, tgt_vocab, info=info)
-    print(f"trained {info['step']} steps in {history['seconds'] / 60:.1f} min; on {scores['n']} held-out sentences "
-          f"({tgt_vocab.comparison}): BLEU {scores['bleu']:.1f}, exact match {scores['exact_match']:.1%}; wrote {args.out}")
-    return info
-
-
-def subword_vocabs(corpus: data.ParallelCorpus, vocab_size: int = 4000) -> tuple[Any, Any]:
-    """Cased BPE vocabularies (French, English) learned from ``corpus.train`` alone, every split checked to fit.
-
-    What ``python -m tx.train --tsv`` trains with; ``bench/real_corpus.py`` uses it too.
-    """
-    from .subwords import SubwordVocab
-
-    src_vocab = SubwordVocab.train([fr for fr, _ in corpus.train], vocab_size)
-    tgt_vocab = SubwordVocab.train([en for _, en in corpus.train], vocab_size)
-    for split in ("train", "valid", "test"):  # in pieces now: a long word may need many
-        check_lengths(getattr(corpus, split), TransformerConfig.real(4, 4).max_len, split, src_vocab, tgt_vocab)
-    return src_vocab, tgt_vocab
-
-
-def _check_same_run(info: dict[str, Any], args: argparse.Namespace, digest: str, state: TrainState) -> None:
-    """--resume continues one run: the same corpus file, the same seed, and weights saved with that state."""
-    if info.get("tsv_sha256") != digest:
-        raise ValueError(f"--resume: {args.out} was trained on another corpus than {args.tsv} (its contents differ); "
-                         "resume with the same file, or train anew with --force.")
-    if info.get("seed") != args.seed:
-        raise ValueError(f"--resume: {args.out} was trained with --seed {info.get('seed')}, not {args.seed}.")
-    if info.get("step") != state.step:
-        raise ValueError(f"--resume: {args.out} holds step {info.get('step')} but its training state step {state.step}; "
-                         "the two files are from different moments. Train anew with --force.")
-
-
-def _device() -> torch.device:
-    from . import device
-
-    return device()
-
-
-if __name__ == "__main__":
     main()

@@ -27,6 +27,7 @@ from .checks import check_bool, check_choice, check_dtype, check_float, check_he
 from .encoder import Encoder
 from .layers import ACTIVATIONS, Dropout
 from .positional_encoding import LearnedPositions, positional_encoding
+from .progress import progress_bar
 
 __all__ = [
     "patchify", "unpatchify", "VisionConfig", "VisionTransformer", "Split", "load_digits_split",
@@ -332,7 +333,7 @@ def fit_classifier(model: VisionTransformer, train: Split, valid: Split | None =
     optimizer = tr.make_optimizer(model)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _rate(s, model.config.d_model, config))
     history: dict[str, Any] = {"step": [], "train_loss": [], "lr": [], "valid_step": [], "valid_accuracy": []}
-    bar = tr._progress_bar(config.steps, progress, 0, config.minutes)
+    bar = progress_bar(config.steps, progress, 0, config.minutes)
     n, began, step = len(train.labels), time.perf_counter(), 0
     dev = next(model.parameters()).device  # the model stays where it is; each batch goes to it
     model.train()
