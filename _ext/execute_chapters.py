@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
@@ -79,22 +80,26 @@ def main(argv: list[str] | None = None) -> int:
     paths = sorted((str(p.resolve()) for p in args.notebooks),
                    key=lambda p: -times.get(Path(p).name, {}).get("run_all_s", 0.0))
     began = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        for path, nb, seconds, error in pool.imap_unordered(_execute, [(p, args.timeout) for p in paths]):
+    # A process pool that survives its workers' death (concurrent.futures): to stop the build
+    # at the first failing notebook, the others' workers are killed, which would leave a
+    # multiprocessing.Pool waiting forever on a queue lock a dead worker held.
+    pool = ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        for done in as_completed([pool.submit(_execute, (p, args.timeout)) for p in paths]):
+            path, nb, seconds, error = done.result()
             name = os.path.relpath(path, ROOT)
             if error is not None:
                 print(f"{name}: a cell raised; the build stops here.\n{error}", file=sys.stderr, flush=True)
-                # Stop the other notebooks now. Pool.terminate's SIGTERM is not enough: a worker
-                # that ran nbclient can outlive it, and terminate then waits for it forever. The
-                # workers' kernels end when their worker does (ipykernel watches its parent).
-                for worker in multiprocessing.active_children():
+                pool.shutdown(wait=False, cancel_futures=True)
+                for worker in multiprocessing.active_children():  # their kernels follow them
                     worker.kill()
-                pool.terminate()
                 return 1
             record = cache.add_nb_to_project(path)
             cache.cache_notebook_bundle(CacheBundleIn(nb, record.uri, data={"execution_seconds": seconds}),
                                         check_validity=False, overwrite=True)
             print(f"{name}: ran in {seconds:.1f} s", flush=True)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     print(f"{len(paths)} notebooks in {time.perf_counter() - began:.0f} s, {args.jobs} at a time", flush=True)
     return 0
 

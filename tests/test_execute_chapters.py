@@ -58,6 +58,17 @@ def test_a_notebook_that_raises_stops_it_with_the_traceback(tmp_path):
     assert "ValueError" in done.stderr
 
 
+def test_a_failure_stops_the_notebooks_still_running(tmp_path):
+    # Two at a time: one fails at once while the other is still asleep. The script stops
+    # without waiting for it (before this, a killed pool worker could leave it waiting forever).
+    slow = _notebook(tmp_path / "slow.ipynb",
+                     "import pathlib, time\ntime.sleep(30)\npathlib.Path('finished').write_text('1')")
+    bad = _notebook(tmp_path / "bad.ipynb", "raise ValueError('the cell that fails')")
+    done = _run(slow, bad, "--jobs", 2, "--cache", tmp_path / "cache")
+    assert done.returncode == 1 and "bad.ipynb: a cell raised" in done.stderr
+    assert not (tmp_path / "finished").exists(), "the script waited for the other notebook to end"
+
+
 def test_bad_arguments_say_what_is_wrong(tmp_path):
     done = _run(tmp_path / "missing.ipynb", "--cache", tmp_path / "cache")
     assert done.returncode == 2 and "no such notebook" in done.stderr

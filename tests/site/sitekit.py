@@ -156,6 +156,15 @@ def settle_page(page) -> None:
             )
         except PlaywrightTimeoutError:
             pass  # test_widget_snapshots_render says which widget is missing
-    page.wait_for_load_state("networkidle")
+    # Then every image the page has asked for is in, and its fonts. (Not Playwright's
+    # "networkidle", 500 ms without a request, which says nothing about what the page shows:
+    # beside the JupyterLab tests on two cores, chapter 14's page missed it for over 120 s in
+    # one run, bench/README.md "Second pass".) An image the browser was
+    # told to load lazily, below the fold, is not waited for: it loads when scrolled to.
+    page.wait_for_function(
+        """() => document.readyState === 'complete'
+                 && [...document.images].every(i => i.complete || i.loading === 'lazy')"""
+    )
+    page.evaluate("async () => { await document.fonts.ready; }")
 
 
