@@ -29,7 +29,7 @@ LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit unit-then-lab notebooks lab clean vendor chromium site-test lab-test live-models serve lock
+.PHONY: book test unit unit-then-lab book-then-site notebooks lab clean vendor chromium site-test lab-test live-models serve lock
 
 # The environment is locked: requirements.lock holds every package's exact version and
 # SHA-256 (generated from requirements.txt by `make lock`), for Linux x86-64 and Python 3.11,
@@ -109,14 +109,19 @@ book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
 ## test: every test, each chapter run as few times as the checks need. The strict book build
 ## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval
 ## makes, so `make test` leaves nbval out. Two queues of work run side by side (-j2), so that
-## both cores stay busy: the build (its chapters two at a time), and the unit tests, then the
-## learner edition in real JupyterLab; then the site's browser tests against the build, alone
-## (beside the JupyterLab tests, four browsers on two cores timed out). Threads that wait sleep
-## (OMP_WAIT_POLICY). Timings: bench/README.md, "Test time".
+## both cores stay busy to the end: the build (its chapters two at a time), then the site's
+## browser tests against it; and the unit tests, then the learner edition in real JupyterLab.
+## Threads that wait sleep (OMP_WAIT_POLICY). Timings: bench/README.md, "Test time".
 test: chromium
 	$(MAKE) --no-print-directory -j2 $(STAMP) $(VENDOR_STAMP)
-	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book unit-then-lab
-	$(MAKE) --no-print-directory site-test
+	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book-then-site unit-then-lab
+
+# The build, then the site's browser tests against it: one queue of work beside the other.
+# The site tests mostly wait (for pages, MathJax, the learner zip's install), so two of them
+# at a time, one test file each, halve their time at little cost to the other queue.
+book-then-site: $(STAMP) $(VENDOR_STAMP)
+	$(MAKE) --no-print-directory book
+	$(MAKE) --no-print-directory site-test SITE_ARGS="-n 2 --dist loadfile"
 
 # The unit tests, then the JupyterLab test: one queue of pytest runs beside the book build.
 unit-then-lab: $(STAMP)
