@@ -11,11 +11,12 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import textwrap
 
 import pytest
 
-from notebook_tools import CHAPTERS, load, source
+from notebook_tools import CHAPTERS, ROOT, load, source
 from tx.exercises.learner import equation_numbers, number_equation_labels
 
 COLUMN = 79  # characters of code the page's column holds at 1280 px
@@ -114,3 +115,18 @@ def test_shown_source_fits_the_column(where, name):
     text = textwrap.dedent(inspect.getsource(resolve(name)))  # what tx.viz.show_source displays
     wide = [f"{line!r} ({len(line)})" for line in text.splitlines() if len(line) > COLUMN]
     assert not wide, f"{name} ({where}): {len(wide)} lines over {COLUMN} characters:\n" + "\n".join(wide)
+
+
+def test_no_docstring_names_an_equation_by_its_label():
+    # The API page renders tx's docstrings as prose, where no code transform turns a label into
+    # "equation (10.5)": a docstring names an equation by its number or its meaning, and the
+    # site test test_no_equation_label_shown would fail on the page (as it once did).
+    label = re.compile(r"\beq-ch\d\d-[\w-]+")
+    found = []
+    for path in sorted((ROOT / "tx").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node) or ""
+                found += [f"{path.relative_to(ROOT)}: {m.group()}" for m in label.finditer(doc)]
+    assert not found, found

@@ -106,7 +106,8 @@ CODE_EQUATION_LABEL = re.compile(r"\beq-ch\d\d-[\w-]*\w")  # as a chapter's code
 
 
 def number_equation_labels(code: str, equations: dict[str, str]) -> str:
-    """``code`` with each equation label it names (``# eq-ch10-rate``) as a reader knows the equation.
+    """``code`` with each equation label it names (a comment ``# eq-chNN-name``) as the reader
+    knows the equation.
 
     The chapters tie a line of code to the equation it computes by the equation's label, which
     stays right when equations are added; a reader sees "equation (10.5)". A label that no
