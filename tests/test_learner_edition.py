@@ -16,8 +16,8 @@ import pytest
 
 from notebook_tools import CHAPTERS, ROOT, load, role, source
 from tx.exercises.learner import (
-    MANIFEST, SETUP_CELL, citations, equation_numbers, learner_files, main, number_equation_labels,
-    strip_solutions, to_markdown, write_learner_edition,
+    MANIFEST, SETUP_CELL, citations, equation_numbers, learner_files, learner_notebook, main,
+    number_equation_labels, strip_solutions, to_markdown, write_learner_edition,
 )
 
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
@@ -379,6 +379,63 @@ def test_run_all_goes_on_past_an_answer_cell_that_raises(tmp_path):
 
 def first_stub_of(nb) -> nbformat.NotebookNode:
     return next(c for c in nb.cells if "stub" in c.metadata.get("tags", []))
+
+
+# ----------------------------------------------------------------- hidden cells
+
+
+def _tags(cell: dict) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_what_the_website_hides_is_folded_away_in_jupyterlab(edition, path):
+    cells = notebook(edition, path.name)["cells"]
+    chapter = load(path)["cells"]
+    for tag, hidden in [("remove-cell", {"source_hidden": True, "outputs_hidden": True}),
+                        ("remove-input", {"source_hidden": True})]:
+        folded = [c for c in cells if tag in _tags(c)]
+        assert len(folded) == len([c for c in chapter if tag in _tags(c)])  # none dropped
+        for cell in folded:
+            assert cell["metadata"]["jupyter"] == hidden, source(cell)
+    shown = [c for c in cells if not {"remove-cell", "remove-input"} & set(_tags(c))]
+    assert not [c for c in shown if c["metadata"].get("jupyter")]
+
+
+def test_a_hidden_cell_is_folded_and_still_runs(tmp_path):
+    # The hidden cell's assert keeps the prose true in the learner's notebook too: Run All runs
+    # it (and would stop on a false one), folded away under the cell it checks.
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A chapter"),
+        nbformat.v4.new_code_cell("x = 2\nprint(x)"),
+        nbformat.v4.new_code_cell("assert x == 2  # the prose says two\ny = x + 1",
+                                  metadata={"tags": ["remove-cell"]}),
+        nbformat.v4.new_code_cell("from IPython.display import Markdown, display\n"
+                                  "display(Markdown(f'**{y}**'))",
+                                  metadata={"tags": ["remove-input"]}),
+        nbformat.v4.new_code_cell("print(y)"),
+    ]
+    learner = learner_notebook(json.loads(nbformat.writes(nb)), {}, {}, chapter=1)
+    by_source = {source(c).split("\n")[0]: c for c in learner["cells"] if c["cell_type"] == "code"}
+    hidden = by_source["assert x == 2  # the prose says two"]
+    assert hidden["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
+    assert hidden["metadata"]["tags"] == ["remove-cell"]
+    writes = by_source["from IPython.display import Markdown, display"]
+    assert writes["metadata"]["jupyter"] == {"source_hidden": True}
+    assert "jupyter" not in by_source["x = 2"]["metadata"]
+    path = tmp_path / "chapter.ipynb"
+    path.write_text(json.dumps(learner), encoding="utf-8")
+    ran = _run_all(path, tmp_path)
+    code = [c for c in ran.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code)
+    assert [o.text for o in code[-1].outputs] == ["3\n"]  # y, which only the hidden cell defines
+    # A false assert in a hidden cell stops Run All as it would the build.
+    hidden["source"] = "assert x == 3"
+    path.write_text(json.dumps(learner), encoding="utf-8")
+    with pytest.raises(Exception, match="AssertionError"):
+        _run_all(path, tmp_path)
 
 
 # ----------------------------------------------------------------- the command

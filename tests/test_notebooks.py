@@ -87,6 +87,19 @@ class TestChapter:
             f"solution cell (tag 'solution'), solution-end, check cell (tag 'check'); got {roles}"
         )
 
+    def test_hidden_cells_hold_no_exercise_and_no_figure(self, path):
+        # remove-cell hides the asserts that keep the prose true (chapters/README.md); a hidden
+        # exercise part, figure or explorer would vanish from the page without a word.
+        for cell in load(path)["cells"]:
+            hidden = {"remove-cell", "remove-input"} & set(tags(cell))
+            if not hidden:
+                continue
+            assert cell["cell_type"] == "code" and role(cell) is None, source(cell)
+            if "remove-cell" in hidden:
+                assert "mystnb" not in cell["metadata"] and not _ends_with_explore(source(cell)), (
+                    f"a remove-cell cell draws a figure nobody would see:\n{source(cell)}"
+                )
+
     def test_stubs_raise_and_checks_call_a_checker(self, path):
         for cell in load(path)["cells"]:
             if role(cell) == "stub":

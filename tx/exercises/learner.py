@@ -13,6 +13,9 @@ in :mod:`tx.exercises`). The learner edition
 - tags every check cell ``raises-exception``, so Run All goes past a check that fails
   because its exercise is not solved yet, and every stub cell (the learner's answer) too, so
   Run All goes past an answer that raises as it runs; and says so under each ``## Exercises``;
+- folds away, with JupyterLab's ``jupyter.source_hidden`` metadata, what the website hides:
+  a ``remove-cell`` cell (the asserts that keep the prose true, still run) and a
+  ``remove-input`` cell's code (one that writes a sentence of the prose);
 - opens with a cell that says what to install when ``import tx`` fails.
 
 It never overwrites a notebook the learner has worked in: a notebook is replaced only

@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "EXPECTED_FAILURES", "SETUP_CELL", "is_solution_cell", "strip_solutions", "equation_numbers",
     "CODE_EQUATION_LABEL", "number_equation_labels", "citations", "to_markdown", "learner_notebook",
+    "HIDDEN", "hide_scaffolding",
 ]
 
 EXPECTED_FAILURES = (
@@ -267,6 +268,25 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
 # ----------------------------------------------------------------- the edition
 
 
+HIDDEN = {
+    "remove-cell": {"source_hidden": True, "outputs_hidden": True},
+    "remove-input": {"source_hidden": True},
+}
+"""What JupyterLab collapses for each tag the website uses to hide a cell or its code."""
+
+
+def hide_scaffolding(cell: dict[str, Any]) -> None:
+    """Collapse in JupyterLab what the website hides: a ``remove-cell`` cell, a ``remove-input`` cell's code.
+
+    Such a cell keeps the prose true (its asserts) or writes it (``display(Markdown(...))``);
+    the learner's notebook still runs it, folded away under the cell it belongs to, as the
+    standard ``jupyter.source_hidden`` / ``jupyter.outputs_hidden`` metadata asks.
+    """
+    for tag, hidden in HIDDEN.items():
+        if tag in cell.get("metadata", {}).get("tags", []):
+            cell["metadata"]["jupyter"] = {**cell["metadata"].get("jupyter", {}), **hidden}
+
+
 def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]],
                      chapter: int | None = None, slow: str | None = None) -> dict[str, Any]:
     """The learner edition of one chapter (nbformat JSON): no solutions, plain Markdown, checks that let Run All go on.
@@ -303,6 +323,7 @@ def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites:
             # The learner's answer cell: a half-written answer may raise as it runs, and Run All
             # should still reach the other exercises.
             cell.setdefault("metadata", {})["tags"] = tags + ["raises-exception"]
+        hide_scaffolding(cell)
         cells.append(cell)
     first_code = next((i for i, c in enumerate(cells) if c["cell_type"] == "code"), len(cells))
     setup = {"cell_type": "code", "execution_count": None, "id": "tx-learner-setup",
