@@ -215,3 +215,75 @@ def test_the_page_reduces_a_bitmap_and_samples_as_documented():
     assert got["a"] == got["b"] != got["c"]  # one seed, one sentence
     assert 3 not in got["a"] + got["c"]  # a -inf logit (<pad>) is never drawn
     assert set(got["topk"]) == {0, 1}  # top-k 2 keeps the two largest
+
+
+class _TableModel:
+    """A stand-in model for tx.beam_search whose logits are read from a table [steps, V, V]:
+    row (position of the token, token) -> the next token's logits; the page's beamSearch reads the same table."""
+
+    def __init__(self, table, bos_id: int, pad_id: int = 0):
+        import torch
+
+        self.table, self.training = torch.tensor(table), False
+        steps, V, _ = self.table.shape
+        self.config = tx.TransformerConfig(src_vocab_size=V, tgt_vocab_size=V, max_len=steps + 1, pad_id=pad_id)
+
+    def eval(self):
+        return self
+
+    def train(self, mode: bool = True):
+        return self
+
+    def encode(self, src):
+        return src.float()[..., None]  # [B, S, 1]: beam_search only copies it per beam
+
+    def new_cache(self, max_len: int):
+        return _Position()
+
+    def decode(self, memory, src, tgt, cache):
+        cache.length += 1
+        return self.table[cache.length - 1][tgt[:, -1]][:, None]  # [B, 1, V]
+
+
+class _Position:
+    """What tx.beam_search needs of a cache here: the position reached (every beam has the same)."""
+
+    def __init__(self):
+        self.length = 0
+
+    def reorder(self, rows):
+        pass
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (make vendor needs it too)")
+def test_the_page_beam_search_finds_tx_s_hypothesis_and_score():
+    """Random tables, beams of 1, 2 and 4, both penalties: the same tokens and score as tx.beam_search."""
+    import torch
+
+    V, steps, bos, eos = 6, 7, 1, 2
+    settings = [(k, alpha, form) for k in (1, 2, 4) for alpha, form in ((0.0, "power"), (1.0, "power"), (0.6, "gnmt"))]
+    tables = [(torch.randn(steps, V, V, generator=torch.Generator().manual_seed(s)) * 1.5).tolist() for s in range(40)]
+    cases, expected, differ = [], [], 0
+    for table in tables:
+        model = _TableModel(table, bos)
+        for k, alpha, form in settings:
+            for max_len in (3, steps):
+                (tokens, score), = tx.beam_search(model, torch.tensor([[3, 4]]), k, max_len, bos, eos, alpha,
+                                                  penalty_form=form)[0]
+                cases.append({"table": table, "options": {"size": k, "maxLen": max_len, "bos": bos, "eos": eos,
+                                                          "alpha": alpha, "form": form}})
+                expected.append((tokens.tolist(), score))
+                greedy = tx.greedy_decode(model, torch.tensor([[3, 4]]), max_len, bos, eos)[0].tolist()
+                differ += tokens.tolist() != greedy
+    script = ("const {beamSearch} = require(process.argv[1]);"
+              "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "Promise.all(cases.map(c => beamSearch(async prefixes => prefixes.map(p =>"
+              "  Float32Array.from(c.table[p.length - 1][p[p.length - 1]])), c.options)))"
+              ".then(found => process.stdout.write(JSON.stringify(found.map(h => [h.tokens, h.score]))));")
+    done = subprocess.run(["node", "-e", script, str(LIVE_JS)], input=json.dumps(cases),
+                          capture_output=True, text=True, check=True)
+    got = json.loads(done.stdout)
+    wrong = [(c["options"], e, g) for c, e, g in zip(cases, expected, got) if g[0] != e[0] or abs(g[1] - e[1]) > 1e-5]
+    assert len(got) == len(cases) and not wrong, wrong[:3]
+    # the tables exercise what tells a beam from greedy decoding: a sentence greedy decoding does not find
+    assert differ > 20, differ

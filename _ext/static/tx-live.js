@@ -1,12 +1,15 @@
 // Live models in the page (tx/live.py): the reader's sentence is tokenised here, translated
-// greedily by onnxruntime-web from the graphs `python -m tx.export` wrote at build time
-// (_static/tx-live/NAME/), and the encoder-decoder attention of the chosen layer and head is
-// drawn as an SVG. Nothing is fetched until the reader asks for a translation.
+// by onnxruntime-web from the graphs `python -m tx.export` wrote at build time
+// (_static/tx-live/NAME/), greedily or, as the reader chooses, by chapter 11's beam search
+// (beamSearch below, tx.decoding.beam_search step for step), and the encoder-decoder attention
+// of the chosen layer and head is drawn as an SVG. Nothing is fetched until the reader asks for
+// a translation.
 // Two more blocks run models trained in a chapter (exported as the build runs it): "generate"
 // continues the reader's prompt with a language model, greedily or sampled with a seeded
 // generator; "classify" reads a digit drawn on a canvas, reduced as scikit-learn's digits were
 // (digitGrid), and draws [CLS]'s attention over its patches.
-// The tokeniser and digitGrid are also loaded by Node in tests/test_live.py, which compares them with tx's.
+// The tokeniser, digitGrid and beamSearch are also loaded by Node in tests/test_live.py, which compares
+// them with tx's.
 (function () {
   "use strict";
 
@@ -104,8 +107,85 @@
     return kept[0];
   }
 
+  // ---------------------------------------------------------------- beam search (chapter 11)
+  // tx.decoding.beam_search for one sentence, the same hypotheses, ranking and stopping rule:
+  // * every step ranks the continuations of all live beams together by their summed log-probability,
+  //   log P(y_1..y_t | x) = sum of log P(y_i | y_<i, x) (chapter 11, eq-ch11-sentence-log-prob and
+  //   eq-ch11-beam-score), and looks at the best 2K of them;
+  // * a candidate ending in <eos>, or reaching maxLen tokens, is finished only if it ranks among the
+  //   best K (so that K = 1 is greedy decoding); the best K that do not end continue;
+  // * a finished hypothesis of L tokens (<eos> included) scores its sum divided by the length penalty,
+  //   L^alpha ("power", eq-ch11-length-penalty) or ((5 + L) / 6)^alpha ("gnmt", eq-ch11-gnmt-penalty);
+  // * the search stops at maxLen, or once no live beam can beat the best finished hypothesis even
+  //   with the most favourable length still reachable (maxLen when alpha > 0: tx's _best_possible).
+  // Scores are summed in float64 where tx sums float32: the same ranking, short of a near-tie.
+  var PAPER_BEAM = { size: 4, alpha: 0.6, form: "gnmt" }; // the paper's setting, as chapter 11 calls it
+
+  function normalisedScore(logProb, length, alpha, form) { // as tx.decoding.normalised_score
+    return logProb / (form === "gnmt" ? Math.pow((5 + length) / 6, alpha) : Math.pow(length, alpha));
+  }
+
+  function logSoftmax(z) { // z: a row of logits -> log-probabilities, as torch's log_softmax
+    var top = -Infinity, sum = 0, out = new Float64Array(z.length);
+    for (var v = 0; v < z.length; v++) if (z[v] > top) top = z[v];
+    for (v = 0; v < z.length; v++) sum += Math.exp(z[v] - top);
+    var shift = top + Math.log(sum);
+    for (v = 0; v < z.length; v++) out[v] = z[v] - shift;
+    return out;
+  }
+
+  function bestCandidates(beams, logProbs, n) { // the n best (beam, token) continuations, best first
+    var best = []; // {parent, token, score}, sorted; ties keep the lower beam, then the lower token (as topk's flat order)
+    beams.forEach(function (beam, parent) {
+      var row = logProbs[parent];
+      for (var v = 0; v < row.length; v++) {
+        var score = beam.score + row[v];
+        if (best.length === n && !(score > best[n - 1].score)) continue;
+        var at = best.length;
+        while (at > 0 && score > best[at - 1].score) at--;
+        best.splice(at, 0, { parent: parent, token: v, score: score });
+        if (best.length > n) best.pop();
+      }
+    });
+    return best;
+  }
+
+  // next(prefixes) -> Promise of the next token's logits for each prefix (each starts with <bos>).
+  // o: {size: K, maxLen, bos, eos, alpha, form}. Returns the best hypothesis:
+  // {tokens: <bos> first, <eos> last unless it ran to maxLen, logProb, score}.
+  async function beamSearch(next, o) {
+    var K = o.size, beams = [{ tokens: [o.bos], score: 0 }], finished = [];
+    for (var step = 1; step <= o.maxLen && beams.length; step++) {
+      var logProbs = (await next(beams.map(function (b) { return b.tokens; }))).map(logSoftmax);
+      var kept = [];
+      bestCandidates(beams, logProbs, 2 * K).forEach(function (c, rank) {
+        var tokens = beams[c.parent].tokens.concat([c.token]);
+        if (c.token === o.eos || step === o.maxLen) {
+          if (rank < K) finished.push({ tokens: tokens, logProb: c.score, score: normalisedScore(c.score, step, o.alpha, o.form) });
+        } else if (kept.length < K) {
+          kept.push({ tokens: tokens, score: c.score });
+        }
+      });
+      beams = kept;
+      if (!stillSearching(finished, beams, step, o)) break;
+    }
+    var best = finished[0]; // the first of the best, as Python's stable sort
+    finished.forEach(function (h) { if (h.score > best.score) best = h; });
+    return best;
+  }
+
+  function stillSearching(finished, beams, step, o) { // as tx's _still_searching, for its n_best = 1
+    if (step >= o.maxLen || !beams.length) return false;
+    if (!finished.length) return true;
+    var bestAlive = Math.max.apply(null, beams.map(function (b) { return b.score; }));
+    var bestDone = Math.max.apply(null, finished.map(function (h) { return h.score; }));
+    var reachable = o.alpha > 0 ? o.maxLen : step + 1; // adding tokens only lowers the sum; lp grows with L
+    return normalisedScore(bestAlive, reachable, o.alpha, o.form) > bestDone;
+  }
+
   var api = { tokenize: tokenize, detokenize: detokenize, WordVocab: WordVocab, BpeVocab: BpeVocab,
-              digitGrid: digitGrid, mulberry32: mulberry32, sample: sample };
+              digitGrid: digitGrid, mulberry32: mulberry32, sample: sample, beamSearch: beamSearch,
+              normalisedScore: normalisedScore };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
   if (typeof document === "undefined") return;
 
@@ -207,29 +287,56 @@
     });
   }
 
-  // ---------------------------------------------------------------- greedy decoding
+  // ---------------------------------------------------------------- translating: greedy or beam search
   function ids(ort, list) {
     return new ort.Tensor("int64", BigInt64Array.from(list.map(BigInt)), [1, list.length]);
   }
 
-  async function translate(model, text) {
-    var m = model.manifest;
+  function rows(ort, lists) { // [n, L] int64 from n lists of one length
+    var flat = [].concat.apply([], lists);
+    return new ort.Tensor("int64", BigInt64Array.from(flat.map(BigInt)), [lists.length, lists[0].length]);
+  }
+
+  function repeated(ort, t, n) { // t [1, ...] -> its n copies, [n, ...]
+    if (n === 1) return t;
+    var data = new t.data.constructor(t.data.length * n);
+    for (var i = 0; i < n; i++) data.set(t.data, i * t.data.length);
+    return new ort.Tensor(t.type, data, [n].concat(t.dims.slice(1)));
+  }
+
+  // decoding: "greedy", or "beam" (PAPER_BEAM's setting). Both write at most manifest.max_new_tokens
+  // tokens after <bos>, as tx.evaluate.translate does by default (the model's max_len - 1).
+  async function translate(model, text, decoding) {
+    var m = model.manifest, ort = model.ort;
     var srcIds = model.src.encode(text, m.unk_id).concat([m.eos_id]); // as tx: words, then <eos>, no <bos>
     if (srcIds.length > m.config.max_len) {
       throw new Error("the sentence is " + srcIds.length + " tokens long; this model reads at most " + m.config.max_len + ".");
     }
-    var src = ids(model.ort, srcIds);
-    var memory = (await model.encoder.run({ src: src })).memory;
-    var ys = [m.bos_id], last = null, V = m.config.tgt_vocab_size;
-    for (var step = 0; step < m.max_new_tokens; step++) {
-      last = await model.decoder.run({ memory: memory, src: src, tgt: ids(model.ort, ys) });
-      var logits = last.logits.data, row = (ys.length - 1) * V, best = 0;
-      for (var v = 1; v < V; v++) if (logits[row + v] > logits[row + best]) best = v; // the first maximum, as torch
-      ys.push(best);
-      if (best === m.eos_id) break;
+    var src = ids(ort, srcIds);
+    var memory = (await model.encoder.run({ src: src })).memory, V = m.config.tgt_vocab_size, out = null;
+    async function next(prefixes) { // the next token's logits after each prefix (all of one length)
+      var n = prefixes.length, T = prefixes[0].length;
+      out = await model.decoder.run({ memory: repeated(ort, memory, n), src: repeated(ort, src, n), tgt: rows(ort, prefixes) });
+      var logits = out.logits.data, got = [];
+      for (var i = 0; i < n; i++) got.push(logits.subarray((i * T + T - 1) * V, (i * T + T) * V));
+      return got;
     }
-    // The last step's input was every token but the last: its cross-attention has one row per written token.
-    return { srcIds: srcIds, ys: ys, text: model.tgt.decode(ys.slice(1), m), cross: last.cross_attn };
+    var ys;
+    if (decoding === "beam") {
+      ys = (await beamSearch(next, Object.assign({ maxLen: m.max_new_tokens, bos: m.bos_id, eos: m.eos_id }, PAPER_BEAM))).tokens;
+    } else {
+      ys = [m.bos_id];
+      for (var step = 0; step < m.max_new_tokens; step++) {
+        var best = argmax((await next([ys]))[0]); // the first maximum, as torch
+        ys.push(best);
+        if (best === m.eos_id) break;
+      }
+    }
+    // The cross-attention of the decoder run on every token of the translation but the last: one row
+    // per written token. Greedy decoding's last step was that run; after a beam search, the decoder
+    // reads the returned hypothesis once more (teacher-forced), so what is drawn is that sentence's.
+    if (decoding === "beam") out = await model.decoder.run({ memory: memory, src: src, tgt: ids(ort, ys.slice(0, -1)) });
+    return { srcIds: srcIds, ys: ys, text: model.tgt.decode(ys.slice(1), m), cross: out.cross_attn, decoding: decoding };
   }
 
   // ---------------------------------------------------------------- the attention map
@@ -301,6 +408,7 @@
     var output = block.querySelector("[data-live-output]");
     var box = block.querySelector(".tx-live-map");
     var last = null;
+    addDecodingMenu(form);
     if (unavailable(block)) return;
 
     function redraw() {
@@ -312,8 +420,8 @@
       var which = head === "mean" ? "mean of the heads" : "head " + (Number(head) + 1);
       draw(box, rows, english, french, "Encoder-decoder attention, layer " + (layer + 1) + ", " + which +
            ": one row per English token written, one column per French token.");
-      block.txLive = { srcIds: last.result.srcIds, ys: last.result.ys, layer: layer, head: head, attention: rows,
-                       ms: last.ms }; // ms: the translation's time, encoder and every decoder step
+      block.txLive = { srcIds: last.result.srcIds, ys: last.result.ys, decoding: last.result.decoding, layer: layer,
+                       head: head, attention: rows, ms: last.ms }; // ms: the translation's time, encoder and every decoder step
     }
 
     form.addEventListener("submit", async function (event) {
@@ -326,14 +434,14 @@
         var model = await loadModel(block.getAttribute("data-model"));
         status.textContent = "Translating…";
         var start = performance.now();
-        var result = await translate(model, text);
+        var result = await translate(model, text, form.elements.decoding.value);
         var ms = performance.now() - start;
         last = { model: model, result: result, ms: ms };
         output.textContent = result.text;
         output.parentNode.hidden = false;
         var unknown = result.srcIds.filter(function (i) { return i === model.manifest.unk_id; }).length;
-        status.textContent = "Translated in your browser in " + ms.toFixed(0) + " ms" +
-          (model.manifest.quantize ? ", by the model with its weights rounded to " + model.manifest.quantize + "." : ".") +
+        status.textContent = "Translated in your browser in " + ms.toFixed(0) + " ms by " + DECODINGS[result.decoding] +
+          (model.manifest.quantize ? ", the model's weights rounded to " + model.manifest.quantize + "." : ".") +
           (unknown ? " " + unknown + " word" + (unknown > 1 ? "s" : "") + " unknown to the model (<unk>)." : "");
         redraw();
         block.setAttribute("data-live-state", "done");
@@ -344,6 +452,21 @@
     });
     form.elements.layer.addEventListener("change", redraw);
     form.elements.head.addEventListener("change", redraw);
+  }
+
+  // The decoding menu, built here rather than in tx/live.py's HTML so that a page built before it
+  // gains it with this script alone; greedy first, the block's first choice.
+  var DECODINGS = {
+    greedy: "greedy decoding",
+    beam: "beam search (" + PAPER_BEAM.size + " beams, GNMT's length penalty with α = " + PAPER_BEAM.alpha + ")",
+  };
+  function addDecodingMenu(form) {
+    var id = form.parentNode.id + "-decoding", span = document.createElement("span");
+    span.className = "tx-live-control";
+    span.innerHTML = '<label for="' + id + '">Decoding</label><select id="' + id + '" name="decoding">' +
+      '<option value="greedy" selected>greedy</option>' +
+      '<option value="beam">beam search (' + PAPER_BEAM.size + " beams, α = " + PAPER_BEAM.alpha + ")</option></select>";
+    form.querySelector('button[type="submit"]').after(span);
   }
 
   function unavailable(block) { // why this page cannot run a model, or ""

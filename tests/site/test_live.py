@@ -65,6 +65,15 @@ class Reference:
             return tx.evaluate.translate(ck.model, self.sentences, ck.src_vocab, ck.tgt_vocab)
         return self.onnx.translate(self.sentences)
 
+    def beam(self, sentence: str) -> list[int]:
+        """tx.beam_search's best hypothesis, <bos> first, with the page's beam: chapter 11's paper setting
+        (4 beams, GNMT's penalty, alpha 0.6) and the page's max length, run on the graphs the page runs."""
+        model = self.ck.model if self.exact else _GraphSteps(self.onnx)
+        src = torch.tensor([self.ck.src_vocab.encode(sentence, add_bos=False)])
+        v, steps = self.ck.tgt_vocab, self.onnx.manifest["max_new_tokens"]
+        (tokens, _), = tx.beam_search(model, src, 4, steps, v.bos_id, v.eos_id, 0.6, penalty_form="gnmt")[0]
+        return tokens.tolist()
+
     def attention(self, src_ids: list[int], ys: list[int], layer: int, head) -> torch.Tensor:
         """The encoder-decoder attention [T, S] for the decoded tokens: one head, or their mean."""
         src, tgt = torch.tensor([src_ids]), torch.tensor([ys[:-1]])
@@ -76,6 +85,39 @@ class Reference:
             memory, _ = self.onnx.encode(src.numpy())
             weights = torch.from_numpy(self.onnx.decode(memory, src.numpy(), tgt.numpy())[2][layer, 0])  # [H, T, S]
         return (weights.mean(dim=0) if head == "mean" else weights[int(head)]).double()
+
+
+class _GraphSteps:
+    """An exported model's ONNX graphs offered as tx.beam_search wants a model (encode, decode with a
+    cache, new_cache, config), so that tx's own search runs on the int8 copy a page runs. The graphs
+    have no key/value cache: the cache here keeps each beam's prefix, which the decoder re-reads."""
+
+    class Prefixes:
+        def __init__(self):
+            self.tokens = None  # [B*K, t]: what every beam has written so far
+
+        def reorder(self, rows: torch.Tensor) -> None:
+            self.tokens = self.tokens[rows]
+
+    def __init__(self, onnx: ExportedModel):
+        self.onnx, self.training = onnx, False
+        self.config = tx.TransformerConfig(**onnx.manifest["config"])
+
+    def eval(self):
+        return self
+
+    def train(self, mode: bool = True):
+        return self
+
+    def new_cache(self, max_len: int) -> Prefixes:
+        return self.Prefixes()
+
+    def encode(self, src: torch.Tensor) -> torch.Tensor:
+        return torch.from_numpy(self.onnx.encode(src.numpy())[0])  # [B, S, D]
+
+    def decode(self, memory, src, tgt, cache) -> torch.Tensor:
+        cache.tokens = tgt if cache.tokens is None else torch.cat([cache.tokens, tgt], dim=1)
+        return torch.from_numpy(self.onnx.decode(memory.numpy(), src.numpy(), cache.tokens.numpy())[0])  # [B, T, V]
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +206,67 @@ def test_layer_and_head_menus_work_from_the_keyboard(visits_live, docname, name)
     assert f"layer {layer + 1}, head 2" in shown["label"]
     torch.testing.assert_close(torch.tensor(shown["drawn"], dtype=torch.float64),
                                ref.attention(src_ids, ys, layer, 1), atol=1e-4, rtol=0)
+    assert not live.problems(), "\n".join(live.problems())
+
+
+REAL_PAGE = "chapters/12_real_french"
+BEAM_SENTENCES = [  # chapter 12's sentences and others typed; where the beam changes greedy's translation (on
+    # the real model, with the page's int8 weights and with tx's float ones alike), greedy's and the beam's:
+    "Je voudrais un verre d'eau.",  # greedy "I'd like a drink.", beam "I'd like a glass of water."
+    "Nous partirons demain matin.",  # "We'll go in the morning.", "We'll leave tomorrow morning."
+    "Mon ordinateur est tombé en panne.",  # "My computer fallen up.", "My computer fell down."
+    "Il se peut qu'il ait raison.",  # "He may have a point.", "He may be right."
+    "Au secours !",  # "Get a secret.", "seconds.": GNMT's penalty here; L ** 0.6 would keep greedy's
+    "On ne sait jamais.",  # "We can't ever know." both ways; with no penalty (alpha 0) the beam says "It never knows."
+    "Tom est fatigué.",  # the same both ways
+    "Je ne comprends pas pourquoi il pleut.",
+]
+
+
+def _choose_decoding(page, choice: str) -> None:
+    """Choose greedy or beam search in the block's decoding menu from the keyboard (greedy is first)."""
+    menu = page.locator('[data-live-model="translate"]').first.locator('select[name="decoding"]')
+    menu.focus()
+    page.keyboard.press("ArrowDown" if choice == "beam" else "ArrowUp")
+    assert menu.evaluate("m => m.value") == choice
+
+
+def test_chapter_12_s_block_translates_by_beam_search_as_tx_does(visits_live):
+    live, ref = visits_live(REAL_PAGE), Reference("fr_en_real")
+    page = live.page
+    block = page.locator('[data-live-model="translate"]').first
+    assert block.locator('select[name="decoding"] option').all_inner_texts() == ["greedy", "beam search (4 beams, α = 0.6)"]
+    assert block.locator('select[name="decoding"]').evaluate("m => m.value") == "greedy"  # the first choice
+    changed = []
+    _choose_decoding(page, "beam")
+    try:
+        for sentence in BEAM_SENTENCES:
+            ys = ref.beam(sentence)
+            english = ref.ck.tgt_vocab.decode(ys)
+            got = _translate(page, sentence)
+            assert got["state"] == "done", got["status"]
+            assert got["output"] == english, f"{sentence!r}: the page wrote {got['output']!r}, tx.beam_search {english!r}"
+            assert got["live"]["ys"] == ys and got["live"]["decoding"] == "beam", sentence
+            assert got["live"]["srcIds"] == ref.ck.src_vocab.encode(sentence, add_bos=False)
+            assert "by beam search (4 beams, GNMT's length penalty with α = 0.6)" in got["status"], got["status"]
+            # the map drawn is the returned hypothesis's, teacher-forced, for the layer and head chosen
+            # (the test of the menus, run before, leaves others than the first choice)
+            layer, head = got["live"]["layer"], got["live"]["head"]
+            torch.testing.assert_close(torch.tensor(got["drawn"], dtype=torch.float64),
+                                       ref.attention(got["live"]["srcIds"], ys, layer, head), atol=1e-4, rtol=0)
+            src = torch.tensor([got["live"]["srcIds"]])
+            v, steps = ref.ck.tgt_vocab, ref.onnx.manifest["max_new_tokens"]
+            (float_ys, _), = tx.beam_search(ref.ck.model, src, 4, steps, v.bos_id, v.eos_id, 0.6, penalty_form="gnmt")[0]
+            assert float_ys.tolist() == ys, f"{sentence!r}: the int8 copy's beam differs from the float model's here"
+            greedy = ref.onnx.greedy(src.numpy())[0].tolist()
+            changed += [sentence] if v.decode(greedy) != english else []
+        print(f"beam search changes greedy's translation of {len(changed)} of {len(BEAM_SENTENCES)}: {changed}")
+        assert changed == BEAM_SENTENCES[:5], changed  # the test covers sentences where the beam matters
+    finally:
+        _choose_decoding(page, "greedy")  # the other tests of this page expect the first choice
+    got = _translate(page, BEAM_SENTENCES[0])
+    assert got["live"]["decoding"] == "greedy" and "by greedy decoding" in got["status"], got["status"]
+    assert got["live"]["ys"] == ref.onnx.greedy(torch.tensor([got["live"]["srcIds"]]).numpy())[0].tolist()
     assert not live.problems(), "\n".join(live.problems())
 
 
