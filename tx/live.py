@@ -5,7 +5,7 @@ cell, shows one block. On the book's website ``_ext/static/tx-live.js`` turns it
 the reader's sentence is tokenised in JavaScript (the same ids as tx), translated by
 onnxruntime-web from the graphs ``python -m tx.export`` wrote at build time (``make book`` puts
 them in ``_static/tx-live/NAME/``), greedily or, from a menu the script adds, by beam search as
-:func:`tx.beam_search` does it with the paper's setting (4 beams, GNMT's penalty, alpha 0.6), and
+:func:`tx.decoding.beam_search` does it with the paper's setting (4 beams, GNMT's penalty, alpha 0.6), and
 the encoder-decoder attention of the chosen layer and head is drawn. Nothing is downloaded until the reader asks for a translation. In Jupyter, where there
 is no site, the block shows tx's own translations of the examples and says where the live one is.
 
