@@ -3,8 +3,9 @@
 The imports are read from the source with ``ast``, not by importing: every ``import tx.x``,
 ``from tx.x import y`` and relative ``from .x import y`` / ``from . import x``, at the top of a
 module and inside its functions alike (an import moved into a function to dodge a circle is
-still a circle). Only the block under ``if __name__ == "__main__":`` is left out: it runs when
-the file is the program, as module ``__main__``, which nothing imports.
+still a circle), the ``if __name__ == "__main__":`` block too: a module that hands its
+``python -m`` over to a command which imports it back is a circle to every reader of the
+imports. A runnable package's ``__main__.py`` is its own module, which nothing imports.
 
 Set ``TX_LAYOUT_ROOT`` to another checkout's ``tx`` folder to check that one instead.
 """
@@ -30,21 +31,6 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in sorted(TX.rglob("*.py"))}
 
 
-def _is_main_block(node: ast.stmt) -> bool:
-    """``if __name__ == "__main__":``"""
-    test = node.test if isinstance(node, ast.If) else None
-    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
-            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
-            and test.comparators[0].value == "__main__")
-
-
-def _nodes(tree: ast.Module):
-    """Every node of the module, less the ``if __name__ == "__main__":`` blocks at its top level."""
-    for stmt in tree.body:
-        if not _is_main_block(stmt):
-            yield from ast.walk(stmt)
-
-
 def _known(name: str) -> str | None:
     """The tx module an imported dotted name stands for: itself, or the module that holds it."""
     while name and name not in MODULES:
@@ -57,7 +43,7 @@ def imports(name: str) -> set[str]:
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in _nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

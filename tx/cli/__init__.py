@@ -7,8 +7,9 @@ command                                        module                       runs
 ``python -m tx.lm_train --translate``           :mod:`tx.cli.lm_train`       :func:`tx.lm_train.fit_lm`
 =============================================  ===========================  ============================
 
-``python -m tx.train`` and ``python -m tx.lm_train`` stay the commands' names: the last
-lines of ``tx/train.py`` and ``tx/lm_train.py`` hand over to these modules. The other
+``python -m tx.train`` and ``python -m tx.lm_train`` stay the commands' names: the packages'
+``__main__.py`` (``tx/train/__main__.py``, ``tx/lm_train/__main__.py``) hand over to these
+modules, which import the packages, never the other way. The other
 commands are small enough to sit in their own modules: ``python -m tx.translate``,
 ``python -m tx.export`` and ``python -m tx.exercises learner``.
 """

@@ -20,12 +20,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from . import data
-from .checks import check_float, check_int
-from .config import LanguageModelConfig
-from .generation import generate, left_pad
-from .language_model import LanguageModel
-from .train import loss_fn, make_optimizer, warmup_schedule
+from .. import data
+from ..checks import check_float, check_int
+from ..config import LanguageModelConfig
+from ..generation import generate, left_pad
+from ..language_model import LanguageModel
+from ..train import loss_fn, make_optimizer, warmup_schedule
 
 __all__ = ["SEP", "joint_vocab", "sentence_ids", "pair_ids", "batch", "perplexity",
            "fit_lm", "step_times", "translate", "translator_config"]
@@ -143,8 +143,8 @@ def step_times(lm: LanguageModel, examples: Sequence[tuple[list[int], int]], cor
     The two are timed in turns on the same batches, so a machine shared with other work
     slows both alike; the ratio is what matters, not the seconds.
     """
-    from .config import TransformerConfig
-    from .model import Transformer
+    from ..config import TransformerConfig
+    from ..model import Transformer
 
     book = Transformer.from_config(TransformerConfig.small(len(corpus.src_vocab), len(corpus.tgt_vocab))).train()
     pairs = corpus.train[:batch_size]
@@ -161,9 +161,3 @@ def step_times(lm: LanguageModel, examples: Sequence[tuple[list[int], int]], cor
                 spent[name] += time.process_time() - t0
     lm.zero_grad(set_to_none=True)
     return spent["lm"] / rounds, spent["book"] / rounds
-
-
-if __name__ == "__main__":  # python -m tx.lm_train: the command is tx.cli.lm_train
-    from .cli.lm_train import main
-
-    main()

@@ -21,14 +21,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from . import data
+from .. import data
 # tx.scale's pieces, by the name fit and batch_loss give them (tx.scale itself runs fit, so it sits above)
-from . import parallel as scale
-from .checks import check_float, check_int, check_same, check_tensor
-from .data import check_lengths
-from .model import Transformer
-from .progress import progress_bar as _progress_bar  # fit's name for it
-from .train_state import TrainState, load_state, save_state, state_path
+from .. import parallel as scale
+from ..checks import check_float, check_int, check_same, check_tensor
+from ..data import check_lengths
+from ..model import Transformer
+from ..progress import progress_bar as _progress_bar  # fit's name for it
+from ..train_state import TrainState, load_state, save_state, state_path
 
 __all__ = [
     "TrainConfig", "rate", "warmup_schedule", "make_optimizer", "smoothed_targets",
@@ -389,9 +389,3 @@ def cpu_threads(n: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
-
-
-if __name__ == "__main__":  # python -m tx.train: the command is tx.cli.train
-    from .cli.train import main
-
-    main()
