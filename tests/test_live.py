@@ -52,13 +52,19 @@ def test_a_missing_checkpoint_is_named(tmp_path):
         tx.live.translator(tmp_path / "nope.safetensors", examples=["merci"])
 
 
+def _node(script: str, payload):
+    """Run ``script`` in Node with the page's tx-live.js as ``process.argv[1]`` and ``payload`` as JSON
+    on its standard input; what it writes to standard output, read as JSON."""
+    done = subprocess.run(["node", "-e", script, str(LIVE_JS)], input=json.dumps(payload),
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
 def _js_tokens(texts: list[str]) -> list[list[str]]:
     script = ("const {tokenize} = require(process.argv[1]);"
               "const texts = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
               "process.stdout.write(JSON.stringify(texts.map(tokenize)));")
-    done = subprocess.run(["node", "-e", script, str(LIVE_JS)], input=json.dumps(texts),
-                          capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    return _node(script, texts)
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (make vendor needs it too)")
@@ -208,9 +214,7 @@ def test_the_page_reduces_a_bitmap_and_samples_as_documented():
               "const draw = seed => { const r = mulberry32(seed); return [0, 1, 2, 3, 4, 5].map(() => sample([0, 1, 2, -Infinity], 1, 0, r)); };"
               "const topk = [...Array(200)].map((_, i) => sample([5, 4.9, 0, 4.8], 1, 2, mulberry32(i)));"
               "process.stdout.write(JSON.stringify({grids: bitmaps.map(digitGrid), a: draw(7), b: draw(7), c: draw(8), topk}));")
-    done = subprocess.run(["node", "-e", script, str(LIVE_JS)], input=json.dumps(bitmaps),
-                          capture_output=True, text=True, check=True)
-    got = json.loads(done.stdout)
+    got = _node(script, bitmaps)
     assert got["grids"] == [digit_grid(torch.tensor(b)).tolist() for b in bitmaps]
     assert got["a"] == got["b"] != got["c"]  # one seed, one sentence
     assert 3 not in got["a"] + got["c"]  # a -inf logit (<pad>) is never drawn
@@ -280,9 +284,7 @@ def test_the_page_beam_search_finds_tx_s_hypothesis_and_score():
               "Promise.all(cases.map(c => beamSearch(async prefixes => prefixes.map(p =>"
               "  Float32Array.from(c.table[p.length - 1][p[p.length - 1]])), c.options)))"
               ".then(found => process.stdout.write(JSON.stringify(found.map(h => [h.tokens, h.score]))));")
-    done = subprocess.run(["node", "-e", script, str(LIVE_JS)], input=json.dumps(cases),
-                          capture_output=True, text=True, check=True)
-    got = json.loads(done.stdout)
+    got = _node(script, cases)
     wrong = [(c["options"], e, g) for c, e, g in zip(cases, expected, got) if g[0] != e[0] or abs(g[1] - e[1]) > 1e-5]
     assert len(got) == len(cases) and not wrong, wrong[:3]
     # the tables exercise what tells a beam from greedy decoding: a sentence greedy decoding does not find
