@@ -67,6 +67,14 @@ def set_kernel_environment(live: Path) -> None:
     # Live blocks of models trained in a chapter (tx.live.generator, tx.live.classifier) export
     # them into this folder's tx-live/NAME/ as the chapter runs; it is copied to _static/ after.
     os.environ["TX_LIVE_DIR"] = str(live.resolve())
+    # Each training run a chapter does is saved in _build/training-record/, for the JupyterLab
+    # test to replay instead of training the same model a second time (tx/training_record.py).
+    os.environ["TX_TRAINING_RECORD"] = str(training_record_dir(live))
+
+
+def training_record_dir(live: Path) -> Path:
+    """Where the build's kernels record their training runs: beside the live models, in _build/."""
+    return live.resolve().parent / "training-record"
 
 
 def add_static_paths(app: Sphinx, config) -> None:

@@ -29,7 +29,8 @@ def _run(*args, env=None):
 def test_every_notebook_is_cached_as_the_build_looks_it_up(tmp_path):
     cache_dir = tmp_path / "cache"
     (cache_dir / "stale").mkdir(parents=True)  # a cache left by an earlier build is emptied
-    a = _notebook(tmp_path / "a.ipynb", "import os\nprint(os.environ['TX_EXPLORER_STATIC'], os.getcwd())")
+    a = _notebook(tmp_path / "a.ipynb", "import os\nprint(os.environ['TX_EXPLORER_STATIC'], os.getcwd())",
+                  "print(os.environ['TX_TRAINING_RECORD'])")
     b = _notebook(tmp_path / "b.ipynb", "import os\nprint(os.environ['OMP_NUM_THREADS'])")
     # a caller that fixed no thread count: each of the 2 kernels gets half of the cores
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
@@ -46,6 +47,9 @@ def test_every_notebook_is_cached_as_the_build_looks_it_up(tmp_path):
         assert record.data["execution_seconds"] > 0
     # the build's environment, and each notebook in its own folder
     assert outputs["a.ipynb"] == f"1 {tmp_path}\n"
+    # each training run recorded where the JupyterLab test replays it (tests/lab/conftest.py)
+    _, merged = cache.merge_match_into_notebook(nbformat.read(a, as_version=4))
+    assert merged.cells[1].outputs[0]["text"] == f"{ROOT / '_build' / 'training-record'}\n"
     assert outputs["b.ipynb"] == f"{max(1, len(os.sched_getaffinity(0)) // 2)}\n"
     assert "2 notebooks in" in done.stdout
 

@@ -6,7 +6,9 @@ folder (``python -m tx.exercises learner``), starts one ``jupyter lab`` on it wi
 token, on 127.0.0.1 and a free port, with its own settings, workspaces and runtime folders,
 and one headless Chromium. The server's kernels import ``tx`` from this checkout and never
 get ``TX_EXPLORER_STATIC`` (that is the book build's switch), so the explorers are what a
-learner's kernel gives.
+learner's kernel gives. They do get ``TX_TRAINING_REPLAY``: a chapter's training run that the
+build already did (``make test`` builds first) is replayed from its record, not trained a
+second time (tx/training_record.py); everything else in the chapter runs.
 
 Run with ``make lab-test`` (``make test`` does).
 """
@@ -105,7 +107,13 @@ def lab(edition, tmp_path_factory) -> Lab:
         path = home / "settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
-    env = {k: v for k, v in os.environ.items() if k != "TX_EXPLORER_STATIC"}
+    env = {k: v for k, v in os.environ.items() if k not in ("TX_EXPLORER_STATIC", "TX_TRAINING_RECORD")}
+    # A training run the book build already did (recorded in _build/training-record/ by
+    # _ext/book_site.py) is replayed, not trained again (tx/training_record.py); for its key to
+    # match, each kernel gets the build's share of the cores: one of two, for two workers.
+    env["TX_TRAINING_REPLAY"] = str(ROOT / "_build" / "training-record")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    env.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // workers)))
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
                JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"))
     token = secrets.token_hex(16)

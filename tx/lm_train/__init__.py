@@ -26,6 +26,7 @@ from ..config import LanguageModelConfig
 from ..generation import generate, left_pad
 from ..language_model import LanguageModel
 from ..train import loss_fn, make_optimizer, warmup_schedule
+from ..training_record import recorded
 
 __all__ = ["SEP", "joint_vocab", "sentence_ids", "pair_ids", "batch", "perplexity",
            "fit_lm", "step_times", "translate", "translator_config"]
@@ -117,6 +118,9 @@ def fit_lm(
             break
     model.eval()
     return {"train_loss": losses, "steps": len(losses), "seconds": time.perf_counter() - began}
+
+
+fit_lm = recorded(fit_lm)  # the book's tests replay a run they trained once (tx.training_record)
 
 
 def translate(model: LanguageModel, vocab: data.Vocab, sentences: Sequence[str], batch_size: int = 128) -> list[str]:
