@@ -126,3 +126,39 @@ def test_an_overlong_sentence_is_counted_in_pieces_not_words(vocab):
     model = tiny_model(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab), max_len=8)
     with pytest.raises(ValueError, match=r"sentence 0 has \d+ pieces.*max_len of 8"):
         tx.evaluate.translate(model, ["Who won the race? " * 3], vocab, vocab)
+
+
+# ----------------------------------------------------------------------------- tidy_typed
+
+from tx.subwords import tidy_typed  # noqa: E402
+
+
+@pytest.mark.parametrize("typed, tidied", [
+    ("JE SUIS EN RETARD !", "Je suis en retard !"),  # all capitals: the corpus's case
+    ("ÇA VA ?", "Ça va ?"),
+    ("Je suis en retard", "Je suis en retard."),  # no final mark: a full stop
+    ("Il a 25 ans", "Il a 25 ans."),
+    ("  Il  a\t25 ans .  ", "Il a 25 ans ."),  # runs of white space
+    ("C\u2019est l\u2018heure", "C'est l'heure."),  # curly apostrophes
+    ("Il a dit : \u00ab Bonjour \u00bb.", 'Il a dit : "Bonjour".'),
+    ("Il a dit \u201cnon\u201d.", 'Il a dit "non".'),
+    ("Je vis à Paris, en France.", "Je vis à Paris, en France."),  # the corpus's own form: unchanged
+    ("Pierre et l'ONU.", "Pierre et l'ONU."),  # capitals inside a cased sentence stay
+    ("e\u0301te\u0301", "été."),  # NFC
+    ("", ""),
+])
+def test_tidy_typed_writes_a_sentence_as_the_corpus_does(typed, tidied):
+    assert tidy_typed(typed) == tidied
+    assert tidy_typed(tidied) == tidied  # tidying twice changes nothing
+
+
+def test_tidy_typed_names_what_it_needs():
+    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+        tidy_typed(b"Bonjour")
+
+
+def test_the_translate_command_reads_capitals_as_the_sentence(capsys):
+    from tx.translate import main
+
+    shouted, written = main([str(tx.checkpoint.REAL_MODEL), "JE SUIS EN RETARD !", "Je suis en retard !"])
+    assert shouted == written

@@ -5,7 +5,9 @@
 With no sentence on the command line it reads standard input, one sentence a line, and
 writes one line for each, in the same order (an empty line stays empty). The checkpoint is
 any that ``python -m tx.train`` writes: the book's model (word vocabulary, lowercase) or a
-real-corpus model (subwords, cased). ``--runtime onnx`` exports the checkpoint with
+real-corpus model (subwords, cased). What is typed for a subword model is first tidied as
+people type (:func:`tx.subwords.tidy_typed`: capitals, curly quotes, spaces, the final full
+stop), as the book's live blocks do. ``--runtime onnx`` exports the checkpoint with
 :mod:`tx.export` into a temporary folder and decodes greedily through onnxruntime, the graphs a
 web page runs: the same translations as tx's own.
 """
@@ -24,6 +26,7 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> list[str]:
     """Parse the command line, translate, print one line a sentence; returns the translations."""
     from . import checkpoint, evaluate
+    from .subwords import SubwordVocab, tidy_typed
 
     parser = argparse.ArgumentParser(prog="python -m tx.translate", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", type=Path, help="a .safetensors checkpoint written by python -m tx.train")
@@ -47,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> list[str]:
                      "use a checkpoint written by python -m tx.train.")
     sentences = list(args.sentences) if args.sentences else [line.rstrip("\r\n") for line in sys.stdin]
     todo = [s for s in sentences if s.strip()]
+    if isinstance(ck.src_vocab, SubwordVocab):  # a word vocabulary's tokenizer does its own
+        todo = [tidy_typed(s) for s in todo]
     if args.runtime == "onnx":
         return _print(sentences, _onnx(args.checkpoint, todo, parser))
     try:
