@@ -14,7 +14,10 @@ With ``--measure CHECKPOINT`` it trains nothing: it measures a trained checkpoin
 held-out split (the corpus's SHA-256 and seed come from its metadata), namely the unknown-word
 rate of a word vocabulary of the training split against the BPE vocabularies' unknown pieces
 and pieces per word, and greedy against beam search, and writes the figures into the
-checkpoint's metadata ``info`` ("subwords", "test_beam"), leaving its tensors byte-identical:
+checkpoint's metadata ``info`` ("subwords", "test_beam", "robustness"), leaving its tensors
+byte-identical. "robustness" is greedy BLEU on the test split as written and as people type it
+(all in capitals, without accents, without the final mark), each typed form read as is and
+through :func:`tx.subwords.tidy_typed`, cased and lowercased:
 
     python bench/real_corpus.py --measure tx/checkpoints/fr_en_real.safetensors
 
@@ -27,14 +30,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import struct
 import time
+import unicodedata
 from pathlib import Path
 
 import torch
 
 import tx
-from tx.subwords import unknown_rate
+from tx.subwords import tidy_typed, unknown_rate
 from tx.data import subword_vocabs
 from tx.train import TrainConfig, TrainState, fit
 
@@ -119,6 +124,37 @@ def beam_figures(ck: tx.checkpoint.Checkpoint, pairs, beam: int, length_penalty:
     }
 
 
+def without_accents(text: str) -> str:
+    """``text`` with its accents and cedillas dropped: é -> e, ç -> c."""
+    return unicodedata.normalize("NFC", "".join(
+        c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn"))
+
+
+TYPED = {  # how a reader may type a test sentence
+    "as written": lambda s: s,
+    "in capitals": str.upper,
+    "without accents": without_accents,
+    "without the final mark": lambda s: re.sub(r"\s*[.!?\u2026]+$", "", s),
+}
+
+
+def robustness_figures(ck: tx.checkpoint.Checkpoint, pairs) -> dict:
+    """Greedy BLEU (cased and lowercased) on ``pairs`` typed in each way of TYPED, read as
+    typed and through tidy_typed, with how many sources each way changes."""
+    references = [ck.tgt_vocab.normalise(en) for _, en in pairs]
+    lowered = [r.lower() for r in references]
+    figures = {"n": len(pairs), "typed": {}}
+    for name, typed in TYPED.items():
+        sources = [typed(fr) for fr, _ in pairs]
+        row = {"changed": sum(s != fr for s, (fr, _) in zip(sources, pairs)) / len(pairs)}
+        for how, inputs in (("as typed", sources), ("tidied", [tidy_typed(s) for s in sources])):
+            out = tx.evaluate.translate(ck.model, inputs, ck.src_vocab, ck.tgt_vocab)
+            row[how] = {"bleu": tx.evaluate.bleu(out, references),
+                        "bleu_lowercased": tx.evaluate.bleu([o.lower() for o in out], lowered)}
+        figures["typed"][name] = row
+    return figures
+
+
 def tensor_sha256(path: Path) -> str:
     """SHA-256 of a safetensors file's tensor bytes (everything after its header)."""
     raw = path.read_bytes()
@@ -136,10 +172,11 @@ def measure(path: Path, tsv: Path, beam: int) -> None:
     corpus = tx.data.split_corpus(tx.data.load_parallel_tsv(tsv), seed=info["seed"])
     info["subwords"] = vocabulary_figures(corpus, ck.src_vocab, ck.tgt_vocab)
     info["test_beam"] = beam_figures(ck, corpus.test, beam)
+    info["robustness"] = robustness_figures(ck, corpus.test)
     before = tensor_sha256(path)
     tx.checkpoint.save(path, ck.model, ck.src_vocab, ck.tgt_vocab, info)
     assert tensor_sha256(path) == before, "rewriting the metadata changed the tensors"
-    print(json.dumps({k: info[k] for k in ("subwords", "test_beam")}, indent=1))
+    print(json.dumps({k: info[k] for k in ("subwords", "test_beam", "robustness")}, indent=1))
 
 
 if __name__ == "__main__":

@@ -66,6 +66,20 @@ def test_real_model_keeps_its_vocabulary_and_beam_figures(real):
     assert beam["beam"]["bleu"] > beam["greedy"]["bleu"] and 0 < beam["changed"] < 1
 
 
+def test_real_model_keeps_its_figures_as_people_type(real):
+    """bench/real_corpus.py --measure: the test split typed four ways, as typed and tidied."""
+    robust = real.info["robustness"]
+    typed = robust["typed"]
+    assert robust["n"] == real.info["test"]["n"]
+    assert list(typed) == ["as written", "in capitals", "without accents", "without the final mark"]
+    written = typed["as written"]["as typed"]
+    assert typed["as written"]["changed"] == 0 and written["bleu"] == pytest.approx(real.info["test"]["bleu"])
+    # issue 26's bar: typed in capitals, at least 90% of the lowercased BLEU, once tidied
+    capitals = typed["in capitals"]
+    assert capitals["tidied"]["bleu_lowercased"] >= 0.9 * written["bleu_lowercased"]
+    assert capitals["as typed"]["bleu_lowercased"] < 0.1 * written["bleu_lowercased"]
+
+
 @pytest.mark.skipif(not SHARED.is_file(), reason=f"the training corpus is not here ({SHARED}); "
                     "a reader's clone has no ../shared/data/, so the committed figures cannot be re-measured")
 def test_real_model_vocabulary_and_beam_figures_are_re_measured(real):
