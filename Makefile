@@ -117,11 +117,12 @@ test: chromium
 	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book-then-site unit-then-lab
 
 # The build, then the site's browser tests against it: one queue of work beside the other.
-# The site tests mostly wait (for pages, MathJax, the learner zip's install), so two of them
-# at a time, one test file each, halve their time at little cost to the other queue.
+# The site tests mostly wait (for pages, MathJax, the learner zip's install): four test files
+# at a time, one a worker, so the longest file (the explorers', about a third of the suite)
+# sets their time, at little cost to the other queue (bench/README.md, "Fourth pass").
 book-then-site: $(STAMP) $(VENDOR_STAMP)
 	$(MAKE) --no-print-directory book
-	$(MAKE) --no-print-directory site-test SITE_ARGS="-n 2 --dist loadfile"
+	$(MAKE) --no-print-directory site-test SITE_ARGS="-n 4 --dist loadfile"
 
 # The unit tests, then the JupyterLab test: one queue of pytest runs beside the book build.
 unit-then-lab: $(STAMP)
