@@ -15,18 +15,18 @@ __all__ = ["TransformerConfig", "LanguageModelConfig"]
 class TransformerConfig:
     """Every size and switch of a :class:`~tx.model.Transformer`. Presets: :meth:`base`, :meth:`big`, :meth:`small`, :meth:`real`."""
 
-    src_vocab_size: int  # source words the embedding knows
-    tgt_vocab_size: int  # target words: the width of the final linear layer's logits
-    d_model: int = 512  # width of every vector between sub-layers (paper: 512)
-    n_heads: int = 8  # attention heads; each works in d_model / n_heads dimensions
-    n_layers: int = 6  # encoder layers, and as many decoder layers (paper: 6)
-    d_ff: int = 2048  # hidden width of the position-wise feed-forward network (paper: 4 * d_model)
-    dropout: float = 0.1  # on sub-layer outputs and embedding sums (paper 5.4: 0.1 base, 0.3 big)
-    max_len: int = 256  # longest sequence the positional table covers
-    pad_id: int = 0  # token id of <pad>: masked out of attention and of the loss
-    share_embeddings: bool = False  # tie source, target and pre-softmax weights (paper 3.4; needs one vocabulary)
-    norm_first: bool = False  # False = post-LN as in the paper; True = pre-LN as most models today
-    attention_dropout: float = 0.0  # dropout on attention weights; the paper's 5.4 names none
+    src_vocab_size: int  #: source words the embedding knows
+    tgt_vocab_size: int  #: target words: the width of the final linear layer's logits
+    d_model: int = 512  #: width of every vector between sub-layers (paper: 512)
+    n_heads: int = 8  #: attention heads; each works in d_model / n_heads dimensions
+    n_layers: int = 6  #: encoder layers, and as many decoder layers (paper: 6)
+    d_ff: int = 2048  #: hidden width of the position-wise feed-forward network (paper: 4 * d_model)
+    dropout: float = 0.1  #: on sub-layer outputs and embedding sums (paper 5.4: 0.1 base, 0.3 big)
+    max_len: int = 256  #: longest sequence the positional table covers
+    pad_id: int = 0  #: token id of <pad>: masked out of attention and of the loss
+    share_embeddings: bool = False  #: tie source, target and pre-softmax weights (paper 3.4; needs one vocabulary)
+    norm_first: bool = False  #: False = post-LN as in the paper; True = pre-LN as most models today
+    attention_dropout: float = 0.0  #: dropout on attention weights; the paper's 5.4 names none
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
@@ -87,20 +87,20 @@ class TransformerConfig:
 class LanguageModelConfig:
     """Every size and switch of a decoder-only :class:`~tx.language_model.LanguageModel`. Presets: :meth:`small`, :meth:`gpt2_small`."""
 
-    vocab_size: int  # tokens the model reads and predicts: one vocabulary for both
-    d_model: int = 128  # width of every vector between sub-layers
-    n_heads: int = 4  # attention heads; each works in d_model / n_heads dimensions
-    n_layers: int = 2  # blocks of masked self-attention + feed-forward (no encoder, no cross-attention)
-    d_ff: int = 256  # hidden width of the feed-forward network (GPT-2: 4 * d_model)
-    dropout: float = 0.1  # on sub-layer outputs and on the embedding sum
-    max_len: int = 64  # the context: the longest sequence the positions cover
-    pad_id: int = 0  # token id of <pad>: never attended to, never a target
-    tie_embeddings: bool = True  # the output layer reuses the token embedding (GPT-2 does; saves V * D weights)
-    norm_first: bool = True  # pre-LN with a final LayerNorm, as GPT-2 and most models since
-    positions: str = "learned"  # "learned" as GPT-2, or the paper's "sinusoidal" table
-    scale_embeddings: bool = False  # multiply token vectors by sqrt(d_model) (the paper does, GPT-2 does not)
-    activation: str = "gelu"  # of the feed-forward network: GPT-2's "gelu" or the paper's "relu"
-    attention_dropout: float = 0.0  # dropout on attention weights
+    vocab_size: int  #: tokens the model reads and predicts: one vocabulary for both
+    d_model: int = 128  #: width of every vector between sub-layers
+    n_heads: int = 4  #: attention heads; each works in d_model / n_heads dimensions
+    n_layers: int = 2  #: blocks of masked self-attention + feed-forward (no encoder, no cross-attention)
+    d_ff: int = 256  #: hidden width of the feed-forward network (GPT-2: 4 * d_model)
+    dropout: float = 0.1  #: on sub-layer outputs and on the embedding sum
+    max_len: int = 64  #: the context: the longest sequence the positions cover
+    pad_id: int = 0  #: token id of <pad>: never attended to, never a target
+    tie_embeddings: bool = True  #: the output layer reuses the token embedding (GPT-2 does; saves V * D weights)
+    norm_first: bool = True  #: pre-LN with a final LayerNorm, as GPT-2 and most models since
+    positions: str = "learned"  #: "learned" as GPT-2, or the paper's "sinusoidal" table
+    scale_embeddings: bool = False  #: multiply token vectors by sqrt(d_model) (the paper does, GPT-2 does not)
+    activation: str = "gelu"  #: of the feed-forward network: GPT-2's "gelu" or the paper's "relu"
+    attention_dropout: float = 0.0  #: dropout on attention weights
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):

@@ -84,19 +84,19 @@ def unpatchify(patches: Tensor, patch_size: int, height: int, width: int) -> Ten
 class VisionConfig:
     """Every size and switch of a :class:`VisionTransformer`. Presets: :meth:`digits`, :meth:`vit_b16`."""
 
-    image_size: int = 8  # height and width of the (square) images, in pixels
-    patch_size: int = 2  # side of a square patch; image_size must be a multiple of it
-    channels: int = 1  # 1 for grey, 3 for colour
-    n_classes: int = 10  # width of the classifier head's logits
-    d_model: int = 64  # width of every vector between sub-layers
-    n_heads: int = 4  # attention heads; each works in d_model / n_heads dimensions
-    n_layers: int = 2  # encoder layers
-    d_ff: int = 128  # hidden width of the feed-forward network
-    dropout: float = 0.1  # on the embedded sequence and on sub-layer outputs
-    attention_dropout: float = 0.0  # on attention weights
-    positions: str = "learned"  # "learned" as in ViT, "sinusoidal" as in the paper, or "none"
-    norm_first: bool = True  # pre-LN with a final LayerNorm, as ViT; False = the paper's post-LN
-    activation: str = "gelu"  # ViT's GELU, or the paper's "relu"
+    image_size: int = 8  #: height and width of the (square) images, in pixels
+    patch_size: int = 2  #: side of a square patch; image_size must be a multiple of it
+    channels: int = 1  #: 1 for grey, 3 for colour
+    n_classes: int = 10  #: width of the classifier head's logits
+    d_model: int = 64  #: width of every vector between sub-layers
+    n_heads: int = 4  #: attention heads; each works in d_model / n_heads dimensions
+    n_layers: int = 2  #: encoder layers
+    d_ff: int = 128  #: hidden width of the feed-forward network
+    dropout: float = 0.1  #: on the embedded sequence and on sub-layer outputs
+    attention_dropout: float = 0.0  #: on attention weights
+    positions: str = "learned"  #: "learned" as in ViT, "sinusoidal" as in the paper, or "none"
+    norm_first: bool = True  #: pre-LN with a final LayerNorm, as ViT; False = the paper's post-LN
+    activation: str = "gelu"  #: ViT's GELU, or the paper's "relu"
 
     def __post_init__(self) -> None:
         for name in ("image_size", "patch_size", "channels", "n_classes", "n_layers", "d_ff"):

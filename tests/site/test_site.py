@@ -317,6 +317,11 @@ def test_intro_links_the_learner_edition(visits):
     link = page.locator("article a[href$='learner-edition.zip']")
     assert link.count() == 1
     assert link.is_visible()
+    # in the first screen (1280 x 900), after what the reader will build
+    page.evaluate("() => window.scrollTo(0, 0)")
+    assert link.bounding_box()["y"] + link.bounding_box()["height"] < 900, "the learner edition is below the fold"
+    first = page.locator("article p").first.inner_text()
+    assert first.startswith("What you will build.") and "encoder–decoder Transformer" in first, first
     with page.expect_download() as download_info:
         link.click()
     download = download_info.value

@@ -43,18 +43,18 @@ __all__ = [
 class TrainConfig:
     """How long and how fast to train; the defaults train the book's model in about a CPU-minute."""
 
-    steps: int = 1200  # optimiser steps (batches); about 50 s on two CPU cores for the book model
-    batch_size: int = 64  # sentence pairs per step
-    warmup: int = 300  # steps of linear warm-up before the 1/sqrt(step) decay (paper: 4000)
-    lr_factor: float = 1.0  # multiplies the paper's schedule; 1.0 is the paper's
-    label_smoothing: float = 0.1  # epsilon of paper 5.4
-    clip_norm: float = 1.0  # gradient-norm clip: guards the first steps of post-LN training
-    eval_every: int = 200  # steps between validation losses
-    seed: int = 0  # seeds dropout and the shuffling of batches
-    minutes: float | None = None  # a time budget: stop after this many minutes of training even before `steps`
-    save_every: int = 500  # steps between the calls of fit's `save` (a checkpoint to resume from)
-    bucket: int = 0  # > 0: batches of like-length sentences, sorted within runs of this many batches (less padding)
-    precision: str = "fp32"  # "bf16" or "fp16" (CUDA only): matrix multiplies under torch.autocast; weights stay fp32
+    steps: int = 1200  #: optimiser steps (batches); about 50 s on two CPU cores for the book model
+    batch_size: int = 64  #: sentence pairs per step
+    warmup: int = 300  #: steps of linear warm-up before the 1/sqrt(step) decay (paper: 4000)
+    lr_factor: float = 1.0  #: multiplies the paper's schedule; 1.0 is the paper's
+    label_smoothing: float = 0.1  #: epsilon of paper 5.4
+    clip_norm: float = 1.0  #: gradient-norm clip: guards the first steps of post-LN training
+    eval_every: int = 200  #: steps between validation losses
+    seed: int = 0  #: seeds dropout and the shuffling of batches
+    minutes: float | None = None  #: a time budget: stop after this many minutes of training even before `steps`
+    save_every: int = 500  #: steps between the calls of fit's `save` (a checkpoint to resume from)
+    bucket: int = 0  #: > 0: batches of like-length sentences, sorted within runs of this many batches (less padding)
+    precision: str = "fp32"  #: "bf16" or "fp16" (CUDA only): matrix multiplies under torch.autocast; weights stay fp32
 
     def __post_init__(self) -> None:
         if self.precision not in scale.PRECISIONS:
