@@ -35,30 +35,38 @@ def test_params_rejects_wrong_counts(wrong, hint):
         ch01.check_encoder_layer_params(wrong)
 
 
-# ----------------------------------------------------------------- the sub-layer that reads memory
+# ----------------------------------------------------------------- what a new memory changes
 
 
-def test_memory_sublayer_accepts_cross_attn(capsys):
-    ch01.check_memory_sublayer(lambda: "cross_attn")
-    assert "cross_attn" in capsys.readouterr().out
+@pytest.mark.parametrize("right", [
+    lambda: {"cross_attn", "feed_forward"}, lambda: ["feed_forward", "cross_attn"], lambda: ("cross_attn", "feed_forward"),
+])
+def test_changed_by_memory_accepts_cross_attn_and_feed_forward(right, capsys):
+    ch01.check_changed_by_memory(right)
+    assert capsys.readouterr().out.startswith("Correct:")
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    ("self_attn", "target positions"),
-    ("feed_forward", "one position at a time"),
-    ("residual2", "residual connection"),
-    ("encoder_attn", "no sub-layer named"),
-    (1, "string"),
+    ({"cross_attn"}, "what does the memory do to c"),  # the sub-layer that reads it, and no further
+    ({"cross_attn", "feed_forward", "self_attn"}, "self_attn reads only y"),
+    ({"self_attn", "cross_attn"}, "self_attn reads only y"),
+    ({"feed_forward"}, "keys and values from the memory"),
+    (set(), "keys and values from the memory"),
+    ({"cross_attn", "residual3"}, "residual3: name sub-layers"),
+    ({"encoder_attn"}, "encoder_attn: name sub-layers"),
+    ("cross_attn", "even when it holds one name"),  # the old question's answer, a single name
+    (1, "set of strings"),
+    ({1, 2}, "set of strings"),
 ])
-def test_memory_sublayer_rejects_the_others(wrong, hint):
+def test_changed_by_memory_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
-        ch01.check_memory_sublayer(lambda: wrong)
+        ch01.check_changed_by_memory(lambda: wrong)
 
 
-def test_memory_sublayer_finds_the_reader_from_the_code():
+def test_changed_by_memory_is_found_by_running_a_layer():
     from tx import DecoderLayer
 
-    assert ch01._reads_memory(DecoderLayer(8, 2, 16)) == {"cross_attn"}
+    assert ch01._changed_by_memory(DecoderLayer(8, 2, 16)) == {"cross_attn", "feed_forward"}
 
 
 # ----------------------------------------------------------------- layers share no weights

@@ -23,6 +23,15 @@ def test_score_accepts_the_formula(capsys):
     assert capsys.readouterr().out.startswith("Correct:")
 
 
+def test_score_checks_the_exercises_pair_first(capsys):
+    # The pair the exercise works by hand is the check's first question, and its answer is 1.5.
+    asked = []
+    ch03.check_scaled_score(lambda q, k: asked.append((q.tolist(), k.tolist())) or score_right(q, k))
+    assert asked[0] == ([1.0, -2.0, 0.0, 3.0], [2.0, 1.0, 5.0, 1.0])
+    assert float(score_right(torch.tensor(asked[0][0]), torch.tensor(asked[0][1]))) == 1.5
+    assert "1.5" in capsys.readouterr().out
+
+
 def test_score_accepts_a_python_float(capsys):
     ch03.check_scaled_score(lambda q, k: float(q @ k) / math.sqrt(len(q)))
     assert "Correct" in capsys.readouterr().out
@@ -34,6 +43,7 @@ def test_score_accepts_a_python_float(capsys):
     (lambda q, k: q * k / math.sqrt(q.numel()), "return one number"),
     (lambda q, k: (q @ k) / 8, "scaled score"),  # the paper's 8 is sqrt(64), not sqrt(d_k) here
     (lambda q, k: (q @ q) / math.sqrt(q.numel()), "scaled score"),
+    (lambda q, k: (q @ k) / math.sqrt(3), "size 4"),  # the chapter's d_k = 3, kept for the exercise's 4
 ])
 def test_score_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

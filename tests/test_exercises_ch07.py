@@ -17,8 +17,8 @@ def layer_norm(x, gain, bias, eps=1e-5):
     return (x - mean) / torch.sqrt(var + eps) * gain + bias
 
 
-def post_ln_step(x, sublayer, norm):
-    return norm(x + sublayer(x))
+def post_ln_step(x, sublayer, norm, dropout):
+    return norm(x + dropout(sublayer(x)))
 
 
 def pre_ln_stack(x, sublayers, norms, final_norm):
@@ -52,11 +52,18 @@ def test_layer_norm_checker_rejects(wrong, hint):
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda x, f, norm: x + f(norm(x)), "pre-LN"),
-    (lambda x, f, norm: x + f(x), "differs"),
-    (lambda x, f, norm: norm(f(x)), "residual is missing"),
-    (lambda x, f, norm: norm(x + f(x))[:1] if x.shape[0] == 3 else norm(x + f(x)), "shape"),  # a hard-coded batch size
-    (lambda x, f, norm: F.layer_norm(x + f(x), x.shape[-1:]), "differs"),
+    (lambda x, f, norm, drop: norm(x + f(x)), "without dropout"),
+    (lambda x, f, norm, drop: norm(drop(x + f(x))), "dropped the sum"),
+    (lambda x, f, norm, drop: drop(norm(x + f(x))), "after the LayerNorm"),
+    (lambda x, f, norm, drop: norm(x + f(drop(x))), "sub-layer's input"),
+    (lambda x, f, norm, drop: norm(x + drop(drop(f(x)))), "2 times"),
+    (lambda x, f, norm, drop: x + drop(f(norm(x))), "pre-LN"),
+    (lambda x, f, norm, drop: norm(drop(f(x))), "residual is missing"),
+    (lambda x, f, norm, drop: x + drop(f(x)), "differs"),
+    # a dropout of its own draws another mask than the one the step is given
+    (lambda x, f, norm, drop: norm(x + torch.nn.functional.dropout(f(x), 0.25)), "differs"),
+    (lambda x, f, norm, drop: norm(x + drop(f(x)))[:1] if x.shape[0] == 3 else norm(x + drop(f(x))), "shape"),
+    (lambda x, f, norm, drop: F.layer_norm(x + drop(f(x)), x.shape[-1:]), "differs"),
 ])
 def test_post_ln_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
@@ -102,6 +109,11 @@ def test_checkers_leave_the_random_stream_alone():
 
 
 def test_reference_post_ln_step_is_tx_residual():
-    # The chapter's claim, checked once more outside the checker: post-LN is tx.Residual's default.
-    r, f, x = tx.Residual(4, dropout=0.0), tx.FeedForward(4, 8), torch.randn(2, 3, 4)
-    torch.testing.assert_close(post_ln_step(x, f, r.norm), r(x, f))
+    # The chapter's claim, checked once more outside the checker: post-LN is tx.Residual's default,
+    # and in training it drops what the reference step drops, given the same random stream.
+    r, f, x = tx.Residual(4, dropout=0.3).train(), tx.FeedForward(4, 8), torch.randn(2, 3, 4)
+    torch.manual_seed(1)
+    mine = post_ln_step(x, f, r.norm, r.dropout)  # tx's Dropout draws its mask its own way
+    torch.manual_seed(1)
+    torch.testing.assert_close(mine, r(x, f))
+    torch.testing.assert_close(post_ln_step(x, f, r.norm, torch.nn.Identity()), r.eval()(x, f))

@@ -18,10 +18,13 @@ def greedy(next_log_probs, bos_id, eos_id, max_len):
     return ids
 
 
-def beam_step(scores, log_probs):
+def beam_step(scores, log_probs, eos_id):
     K, V = log_probs.shape
-    top, flat = (scores[:, None] + log_probs).flatten().topk(K)
-    return flat // V, flat % V, top
+    top, flat = (scores[:, None] + log_probs).flatten().topk(2 * K)
+    parent, token = flat // V, flat % V
+    ends = token == eos_id
+    finished = [(int(p), float(s)) for p, s, e in zip(parent[:K], top[:K], ends[:K]) if e]
+    return parent[~ends][:K], token[~ends][:K], top[~ends][:K], finished
 
 
 def penalised_score(token_log_probs, alpha):
@@ -91,38 +94,77 @@ def test_greedy_checker_rejects(wrong, hint):
         ch11.check_greedy(wrong)
 
 
-def best_per_beam(scores, log_probs):
-    # Keeps each beam's best word: the classic mistake of ranking inside each beam only.
-    top, token = (scores[:, None] + log_probs).max(dim=-1)
-    order = top.argsort(descending=True)
-    return order, token[order], top[order]
-
-
-def parent_token_swapped(scores, log_probs):
-    parent, token, score = beam_step(scores, log_probs)
-    return token, parent, score
-
-
-def forgets_running_score(scores, log_probs):
+def plain_top_k(scores, log_probs, eos_id):
+    # The step without <eos>: the K best continuations, whatever they end with.
     K, V = log_probs.shape
-    top, flat = log_probs.flatten().topk(K)
-    return flat // V, flat % V, top
+    top, flat = (scores[:, None] + log_probs).flatten().topk(K)
+    return flat // V, flat % V, top, []
 
 
-def worst_first(scores, log_probs):
-    parent, token, score = beam_step(scores, log_probs)
-    return parent.flip(0), token.flip(0), score.flip(0)
+def top_k_without_the_ended(scores, log_probs, eos_id):
+    # Sets the ended ones aside but looks no further than the K best: fewer than K go on.
+    parent, token, score, _ = plain_top_k(scores, log_probs, eos_id)
+    ends = token == eos_id
+    finished = [(int(p), float(s)) for p, s in zip(parent[ends], score[ends])]
+    return parent[~ends], token[~ends], score[~ends], finished
+
+
+def looks_one_further(scores, log_probs, eos_id):
+    # K + 1 candidates: enough when one of the best ends, not when two do.
+    K, V = log_probs.shape
+    top, flat = (scores[:, None] + log_probs).flatten().topk(K + 1)
+    parent, token = flat // V, flat % V
+    ends = token == eos_id
+    finished = [(int(p), float(s)) for p, s, e in zip(parent[:K], top[:K], ends[:K]) if e]
+    return parent[~ends][:K], token[~ends][:K], top[~ends][:K], finished
+
+
+def finishes_too_far_down(scores, log_probs, eos_id):
+    # Every <eos> among the 2K candidates finishes, not only those among the K best.
+    parent, token, score, _ = beam_step(scores, log_probs, eos_id)
+    K, V = log_probs.shape
+    top, flat = (scores[:, None] + log_probs).flatten().topk(2 * K)
+    return parent, token, score, [(int(f) // V, float(s)) for f, s in zip(flat, top) if int(f) % V == eos_id]
+
+
+def best_per_beam(scores, log_probs, eos_id):
+    # Keeps each beam's best word: the classic mistake of ranking inside each beam only.
+    _, _, _, finished = beam_step(scores, log_probs, eos_id)
+    top, token = (scores[:, None] + log_probs.index_fill(1, torch.tensor([eos_id]), float("-inf"))).max(dim=-1)
+    order = top.argsort(descending=True)
+    return order, token[order], top[order], finished
+
+
+def parent_token_swapped(scores, log_probs, eos_id):
+    parent, token, score, finished = beam_step(scores, log_probs, eos_id)
+    return token, parent, score, finished
+
+
+def forgets_running_score(scores, log_probs, eos_id):
+    return beam_step(torch.zeros_like(scores), log_probs, eos_id)
+
+
+def worst_first(scores, log_probs, eos_id):
+    parent, token, score, finished = beam_step(scores, log_probs, eos_id)
+    return parent.flip(0), token.flip(0), score.flip(0), finished
 
 
 @pytest.mark.parametrize("wrong, hint", [
+    (plain_top_k, "does not take a beam"),
+    (top_k_without_the_ended, "entries; 2 beams go on"),
+    (looks_one_further, "entries; 2 beams go on"),
+    (finishes_too_far_down, "dropped, not finished"),
+    (lambda s, lp, e: (*beam_step(s, lp, e)[:3], []), "return it in finished"),
+    (lambda s, lp, e: (*beam_step(s, lp, e)[:3], beam_step(s, lp, e)[3][::-1]), "best first"),
+    (lambda s, lp, e: (*beam_step(s, lp, e)[:3], [s for _, s in beam_step(s, lp, e)[3]]), r"\(parent, score\) pairs"),
     (best_per_beam, "rank all K\\*V"),
     (parent_token_swapped, "parent = flat index // V"),
     (forgets_running_score, "scores\\[parent\\] \\+ log_probs"),
     (worst_first, "rank 0"),
-    (lambda s, lp: beam_step(s, lp)[:2], "three tensors"),
-    (lambda s, lp: tuple(x[:1] for x in beam_step(s, lp)), "shape"),
-    (lambda s, lp: tuple(x.float() for x in beam_step(s, lp)), "integer tensor"),
-    (lambda s, lp: beam_step(s.nan_to_num(neginf=0.0), lp), "not alive"),  # revives the dead beams of the first step
+    (lambda s, lp, e: beam_step(s, lp, e)[:3], "four things"),
+    (lambda s, lp, e: tuple(x[:1] for x in beam_step(s, lp, e)[:3]) + (beam_step(s, lp, e)[3],), "entries"),
+    (lambda s, lp, e: tuple(x.float() for x in beam_step(s, lp, e)[:3]) + (beam_step(s, lp, e)[3],), "integer tensor"),
+    (lambda s, lp, e: beam_step(s.nan_to_num(neginf=0.0), lp, e), "not alive"),  # revives the first step's dead beams
 ])
 def test_beam_step_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
@@ -132,10 +174,28 @@ def test_beam_step_checker_rejects(wrong, hint):
 def test_brute_force_agrees_with_a_hand_count():
     scores = torch.tensor([-1.0, -2.0])
     log_probs = torch.tensor([[-3.0, -0.5, -2.0], [-0.1, -4.0, -0.2]])
-    # All six sums: -4, -1.5, -3, -2.1, -6, -2.2. The two best: (0, 1, -1.5) and (1, 0, -2.1).
-    got = ch11.brute_force_top_k(scores, log_probs)
-    assert [(p, t) for p, t, _ in got] == [(0, 1), (1, 0)]
-    assert [s for _, _, s in got] == pytest.approx([-1.5, -2.1])
+    # All six sums: (0, 0) -4, (0, 1) -1.5, (0, 2) -3, (1, 0) -2.1, (1, 1) -6, (1, 2) -2.2.
+    # With eos_id=0: (1, 0) is among the two best and finishes; (0, 1) and (1, 2) go on.
+    go_on, finished = ch11.brute_force_step(scores, log_probs, eos_id=0)
+    assert [(p, t) for p, t, _ in go_on] == [(0, 1), (1, 2)]
+    assert [s for _, _, s in go_on] == pytest.approx([-1.5, -2.2])
+    assert finished == [(1, pytest.approx(-2.1))]
+    # With eos_id=2: (1, 2) at -2.2 ends but is third, so it is dropped; (1, 0) takes its place.
+    go_on, finished = ch11.brute_force_step(scores, log_probs, eos_id=2)
+    assert [(p, t) for p, t, _ in go_on] == [(0, 1), (1, 0)] and finished == []
+
+
+def test_the_checker_asks_about_every_way_a_step_can_end():
+    # The cases the exercise's hints name: none of the best ends, one just below the K best,
+    # all K of the best, and a real step of tx.beam_search in which a hypothesis finishes.
+    kinds = set()
+    for _, scores, log_probs, eos_id in ch11._beam_step_cases():
+        K = scores.size(0)
+        ranked = sorted(((float(scores[k] + log_probs[k, v]), v) for k in range(K) for v in range(log_probs.size(1))),
+                        reverse=True)
+        ends = [v == eos_id for _, v in ranked[:2 * K]]
+        kinds.add(("none" if not any(ends) else "all" if all(ends[:K]) else "some" if any(ends[:K]) else "below"))
+    assert kinds == {"none", "below", "some", "all"}
 
 
 def test_brute_force_agrees_with_beam_search_on_its_first_step():
@@ -145,7 +205,8 @@ def test_brute_force_agrees_with_beam_search_on_its_first_step():
     tx.beam_search(model, src, beam_size=3, max_len=1, bos_id=1, eos_id=2, trace=trace)
     with torch.no_grad():
         log_probs = model(src, torch.tensor([[1]]))[:, -1].log_softmax(-1)  # [1, V]
-    expected = ch11.brute_force_top_k(torch.tensor([0.0]), log_probs)  # one live beam: its top 1
+    # one live beam, and at max_len every candidate ends: its best, whatever the token (no id is -1)
+    expected, _ = ch11.brute_force_step(torch.tensor([0.0]), log_probs, eos_id=-1)
     assert (trace[1][0]["parent"], trace[1][0]["token"]) == expected[0][:2]
 
 

@@ -48,6 +48,10 @@ def _causal(tokens):
     (lambda t, p: (t != p)[:, None, None, :].expand(-1, 1, t.size(1), -1), "later one"),  # padding only
     (lambda t, p: _causal(t) & (t != p)[:, None, :], "shape"),  # [B, T, T]
     (lambda t, p: (_causal(t) & (t != p)[:, None, None, :]).long(), "dtype"),
+    # the chapter's own check, tx's two masks combined, is not an answer
+    (lambda t, p: __import__("tx").causal_mask(t.size(1)) & __import__("tx").padding_mask(t, p), "calls tx.causal_mask"),
+    (lambda t, p: _causal(t) & __import__("tx").padding_mask(t, p), "calls tx.padding_mask"),
+    (lambda t, p: __import__("tx").language_model.lm_mask(t != p, t.size(1)), "calls tx.language_model.lm_mask"),
 ])
 def test_lm_mask_mistakes_are_named(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

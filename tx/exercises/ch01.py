@@ -17,7 +17,7 @@ from ..multi_head import MultiHeadAttention
 from ..decoder import DecoderLayer
 from ..encoder import Encoder, EncoderLayer
 
-__all__ = ["check_encoder_layer_params", "check_memory_sublayer", "check_layers_share_no_weights"]
+__all__ = ["check_encoder_layer_params", "check_changed_by_memory", "check_layers_share_no_weights"]
 
 
 def _count(module: nn.Module) -> int:
@@ -58,46 +58,68 @@ def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
     passed("one encoder layer has 4(D² + D) + (2·D·F + F + D) + 4D parameters; the paper's has 3,152,384.")
 
 
-def _reads_memory(layer: DecoderLayer) -> set[str]:
-    """Names of the sub-layers of ``layer`` that receive the encoder's output, found with hooks."""
+_DECODER_SUBLAYERS = ("self_attn", "cross_attn", "feed_forward")
+
+
+def _changed_by_memory(layer: DecoderLayer) -> set[str]:
+    """Names of the sub-layers of ``layer`` whose output changes when only the memory does, found with hooks.
+
+    The layer runs twice on one input y [B, T, D], with two different memories [B, S, D].
+    """
     B, S, T, D = 1, 5, 3, layer.self_attn.d_model
-    x, memory = torch.randn(B, T, D), torch.randn(B, S, D)  # [B, T, D], [B, S, D]
-    readers: set[str] = set()
+    g = torch.Generator().manual_seed(1)
+    y = torch.randn(B, T, D, generator=g)
+    memories = [torch.randn(B, S, D, generator=g) for _ in range(2)]
+    outputs: list[dict[str, torch.Tensor]] = []
     handles = []
-    for name, child in layer.named_children():
-        def hook(module: nn.Module, args: tuple, kwargs: dict, name: str = name) -> None:
-            if any(a is memory for a in (*args, *kwargs.values())):
-                readers.add(name)
-        handles.append(child.register_forward_pre_hook(hook, with_kwargs=True))
+    for name in _DECODER_SUBLAYERS:
+        def hook(module: nn.Module, args: tuple, output: torch.Tensor, name: str = name) -> None:
+            outputs[-1][name] = output
+        handles.append(getattr(layer, name).register_forward_hook(hook))
     try:
         with torch.no_grad():
-            layer.eval()(x, memory)
+            for memory in memories:
+                outputs.append({})
+                layer.eval()(y, memory)
     finally:
         for h in handles:
             h.remove()
-    return readers
+    first, second = outputs
+    return {name for name in _DECODER_SUBLAYERS if not torch.allclose(first[name], second[name])}
 
 
 @keeps_random_state
-def check_memory_sublayer(fn: Callable[[], Any]) -> None:
-    """``fn()`` must name the attribute of :class:`~tx.decoder.DecoderLayer` that reads the encoder's output."""
-    layer = DecoderLayer(8, 2, 16)
-    children = [name for name, _ in layer.named_children()]
+def check_changed_by_memory(fn: Callable[[], Any]) -> None:
+    """``fn()`` must name the sub-layers of :class:`~tx.decoder.DecoderLayer` whose output a new memory changes,
+    the layer's input staying the same."""
     got = call(fn)
-    if not isinstance(got, str):
-        raise CheckFailed(f"return the attribute's name as a string, one of {children}; got {type(got).__name__}.")
-    if got not in children:
-        raise CheckFailed(f"tx.DecoderLayer has no sub-layer named {got!r}; its sub-layers are {children}.")
-    readers = _reads_memory(layer)
-    if got in readers:
-        passed(f"{got} takes its keys and values from the encoder's output (the memory [B, S, D]).")
+    if isinstance(got, str):
+        raise CheckFailed(f"return a set of names, such as {{{got!r}}}, even when it holds one name.")
+    try:
+        names = set(got)
+    except TypeError:
+        raise CheckFailed(f"return the names as a set of strings, such as {{'self_attn'}}; got {type(got).__name__}.") from None
+    if not all(isinstance(n, str) for n in names):
+        raise CheckFailed(f"return the names as a set of strings, such as {{'self_attn'}}; got {got!r:.80}.")
+    unknown = sorted(names - set(_DECODER_SUBLAYERS))
+    if unknown:
+        raise CheckFailed(
+            f"{', '.join(unknown)}: name sub-layers among {', '.join(_DECODER_SUBLAYERS)}. (residual1, 2 and 3 "
+            "only add each sub-layer's input back and normalise; count the sub-layer they wrap.)"
+        )
+    changed = _changed_by_memory(DecoderLayer(8, 2, 16))
+    if names == changed:
+        passed("the memory reaches cross_attn, which reads it, and feed_forward through cross_attn's output; "
+               "self_attn sees only y. In the layer above, whose input this layer's output is, all three change.")
         return
-    hints = {
-        "self_attn": "self_attn attends from the target positions to the target positions themselves.",
-        "feed_forward": "the feed-forward network sees one position at a time and nothing else.",
-    }
-    hint = hints.get(got, f"{got} wraps a sub-layer in a residual connection and a LayerNorm; look at what it wraps.")
-    raise CheckFailed(f"{hint} Which sub-layer is called with `memory` in tx.DecoderLayer.forward?")
+    if "self_attn" in names:
+        raise CheckFailed("self_attn reads only y, which stays the same: its queries, keys and values all come from "
+                          "the English words, so a new memory leaves its output as it was.")
+    if "cross_attn" not in names:
+        raise CheckFailed("cross_attn takes its keys and values from the memory: new keys and values give it "
+                          "something new to mix.")
+    raise CheckFailed("feed_forward reads nothing but its own input, yet that input is c = LN(a + Attention(a, M, M)) "
+                      "of the chapter's equation: what does the memory do to c?")
 
 
 @keeps_random_state

@@ -23,6 +23,8 @@ SOFTMAXES = [(torch, "softmax"), (torch.Tensor, "softmax"), (torch.nn.functional
 _Q_THINKING = torch.tensor([2.0, 0.0, 2.0])
 _K_TM = torch.tensor([[2.0, 2.0, 0.0], [1.0, -1.0, 0.0]])  # [n, Dk]
 _V_TM = torch.tensor([[2.0, 0.0, 2.0], [-1.0, -2.0, 1.0]])  # [n, Dv]
+# Exercise 3.1's pair, worked by hand: d_k = 4, not the example's 3, so q . k = 3 scales to 3 / 2.
+_Q_EXERCISE, _K_EXERCISE = torch.tensor([1.0, -2.0, 0.0, 3.0]), torch.tensor([2.0, 1.0, 5.0, 1.0])
 
 
 def _number(got: Any) -> float | None:
@@ -37,7 +39,7 @@ def _number(got: Any) -> float | None:
 def check_scaled_score(fn: Callable[[Tensor, Tensor], Any]) -> None:
     """``fn(q [Dk], k [Dk])`` must return the scaled score q . k / sqrt(Dk) (steps 2 and 3)."""
     gen = torch.Generator().manual_seed(3)
-    cases = [(_Q_THINKING, _K_TM[1])]  # the chapter's q_1 . k_2 / sqrt(3)
+    cases = [(_Q_EXERCISE, _K_EXERCISE), (_Q_THINKING, _K_TM[1])]  # 3 / sqrt(4); the chapter's 2 / sqrt(3)
     cases += [(torch.randn(d_k, generator=gen), torch.randn(d_k, generator=gen)) for d_k in (4, 16, 64)]
     for q, k in cases:
         d_k = q.numel()
@@ -58,7 +60,7 @@ def check_scaled_score(fn: Callable[[Tensor, Tensor], Any]) -> None:
         if math.isclose(value, dot / d_k, rel_tol=1e-4, abs_tol=1e-4) and not math.isclose(dot / d_k, expected, abs_tol=1e-4):
             raise CheckFailed(f"you divided by d_k = {d_k}; divide by its square root, sqrt({d_k}) = {math.sqrt(d_k):.4g}.")
         assert_number(value, expected, f"your scaled score for q and k of size {d_k}", tol=1e-3)
-    passed("q . k / sqrt(d_k); for Thinking and Machines, 2 / sqrt(3) = 1.155.")
+    passed("q . k / sqrt(d_k); for the exercise's q and k, 3 / sqrt(4) = 1.5.")
 
 
 def check_softmax(fn: Callable[[Tensor], Any]) -> None:

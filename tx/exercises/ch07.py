@@ -92,27 +92,69 @@ def check_layer_norm(layer_norm: Callable[..., Tensor]) -> None:
     passed("your layer_norm matches torch.nn.functional.layer_norm, gain, bias and eps included.")
 
 
+class _FixedDropout(nn.Module):
+    """Dropout whose mask is drawn once: every call drops the same entries, so two answers compare.
+
+    A real ``nn.Dropout`` draws a new mask at each call; with this one the learner's step and
+    tx.Residual's drop the same numbers, and a dropout put in the wrong place shows as a
+    different result. ``calls`` counts how often it was applied.
+    """
+
+    def __init__(self, keep: Tensor, p: float):
+        super().__init__()
+        self.keep, self.p, self.calls = keep, p, 0  # keep: bool, the shape of x
+
+    def forward(self, y: Tensor) -> Tensor:
+        self.calls += 1
+        return y * self.keep / (1 - self.p)  # inverted dropout, as nn.Dropout in training
+
+
+def _post_ln_misplaced(got: Tensor, x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: nn.LayerNorm,
+                       drop: _FixedDropout, calls: int) -> None:
+    """CheckFailed naming the mistake when ``got`` is the Add & Norm step with its dropout elsewhere, or none."""
+    if calls == 0 and torch.allclose(got, norm(x + sublayer(x)), atol=1e-5):
+        raise CheckFailed("that is the step without dropout, norm(x + sublayer(x)). In training the paper drops part "
+                          "of each sub-layer's output (section 5.4): call dropout once, at the right place.")
+    if calls > 1:
+        raise CheckFailed(f"you applied dropout {calls} times in one step; the paper applies it once, to the "
+                          "sub-layer's output.")
+    misplaced = [
+        (x + drop(sublayer(norm(x))), "that is pre-LN, x + dropout(sublayer(norm(x))). The paper (section 3.1) adds "
+                                      "first and normalises the sum."),
+        (norm(drop(sublayer(x))), "the residual is missing: add x to the dropped sub-layer output before the LayerNorm."),
+        (norm(drop(x + sublayer(x))), "you dropped the sum, x included: entries of the input itself would vanish from "
+                                      "the residual path. Drop the sub-layer's output only, before adding x."),
+        (drop(norm(x + sublayer(x))), "you dropped after the LayerNorm, so the vectors handed on are no longer "
+                                      "normalised. Drop the sub-layer's output, before the addition."),
+        (norm(x + sublayer(drop(x))), "you dropped the sub-layer's input; the paper drops its output, before the "
+                                      "addition (section 5.4)."),
+    ]
+    for value, hint in misplaced:
+        if torch.allclose(got, value, atol=1e-5):
+            raise CheckFailed(hint)
+
+
 def check_post_ln_step(post_ln_step: Callable[..., Tensor]) -> None:
-    """``post_ln_step(x, sublayer, norm)`` must equal ``tx.Residual(norm_first=False)``: norm(x + sublayer(x))."""
+    """``post_ln_step(x, sublayer, norm, dropout)`` must equal ``tx.Residual(norm_first=False)`` in training:
+    norm(x + dropout(sublayer(x)))."""
     for D, seed, shape in ((6, 1, (2, 4)), (10, 5, (3, 2))):  # the second size is one the learner never sees
-        residual = Residual(D, dropout=0.0, norm_first=False)
+        residual = Residual(D, dropout=0.25, norm_first=False)
         _with_random_norm(residual.norm, seed)
         (sublayer,) = _sublayers(1, D)
-        x = 3 * torch.randn(*shape, D, generator=torch.Generator().manual_seed(seed + 1))
+        g = torch.Generator().manual_seed(seed + 1)
+        x = 3 * torch.randn(*shape, D, generator=g)
+        drop = _FixedDropout(torch.rand(*shape, D, generator=g) >= 0.25, 0.25)
+        residual.dropout = drop  # tx.Residual now drops exactly what the learner's step drops
+        residual.train()
         with torch.no_grad():
-            got = call(post_ln_step, x.clone(), sublayer, residual.norm)
+            got = call(post_ln_step, x.clone(), sublayer, residual.norm, drop)
+            calls = drop.calls
             expected = residual(x, sublayer)
-            pre_ln = x + sublayer(residual.norm(x))
-            no_residual = residual.norm(sublayer(x))
-        if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, pre_ln, atol=1e-5):
-            raise CheckFailed(
-                "that is pre-LN, x + sublayer(norm(x)). The paper (section 3.1) adds first and "
-                "normalises the sum: norm(x + sublayer(x))."
-            )
-        if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, no_residual, atol=1e-5):
-            raise CheckFailed("the residual is missing: add x to sublayer(x) before the LayerNorm, norm(x + sublayer(x)).")
-        assert_tensor(got, expected, f"post_ln_step(x of shape {tuple(x.shape)}, sublayer, norm)")
-    passed("post_ln_step is the paper's Add & Norm, LayerNorm(x + Sublayer(x)), as tx.Residual(norm_first=False).")
+            if isinstance(got, Tensor) and got.shape == x.shape:
+                _post_ln_misplaced(got, x, sublayer, residual.norm, drop, calls)
+        assert_tensor(got, expected, f"post_ln_step(x of shape {tuple(x.shape)}, sublayer, norm, dropout)")
+    passed("post_ln_step is the paper's Add & Norm in training, LayerNorm(x + Dropout(Sublayer(x))), as "
+           "tx.Residual(norm_first=False).")
 
 
 def check_pre_ln_stack(pre_ln_stack: Callable[..., Tensor]) -> None:

@@ -18,7 +18,7 @@ from ..decoding import beam_search, greedy_decode
 from ..model import Transformer
 from . import CheckFailed, as_number, assert_number, call, passed
 
-__all__ = ["brute_force_top_k", "check_greedy", "check_beam_step", "check_penalised_score"]
+__all__ = ["brute_force_step", "check_greedy", "check_beam_step", "check_penalised_score"]
 
 BOS, EOS = 1, 2
 
@@ -101,60 +101,163 @@ def check_greedy(fn: Callable[[Callable[[list[int]], Tensor], int, int, int], Se
 # --------------------------------------------------------------------------- one beam step
 
 
-def brute_force_top_k(scores: Tensor, log_probs: Tensor) -> list[tuple[int, int, float]]:
-    """Every (parent, token, score) continuation of scores [K] and log_probs [K, V], the K best, best first."""
+Continuation = tuple[int, int, float]  # (parent beam, token, new score)
+
+
+def brute_force_step(scores: Tensor, log_probs: Tensor, eos_id: int) -> tuple[list[Continuation], list[tuple[int, float]]]:
+    """One beam-search step by ranking every continuation of scores [K] and log_probs [K, V].
+
+    Returns the K best continuations that do not end with ``eos_id`` (they go on), and the
+    ``(parent, score)`` of those among the K best of all that do (they finish), best first.
+    """
     K, V = log_probs.shape
     everything = [(k, v, float(scores[k] + log_probs[k, v])) for k in range(K) for v in range(V)]
     everything.sort(key=lambda c: -c[2])
-    return everything[:K]
+    go_on = [c for c in everything if c[1] != eos_id][:K]
+    finished = [(p, s) for p, t, s in everything[:K] if t == eos_id]
+    return go_on, finished
 
 
-def _beam_step_cases() -> list[tuple[str, Tensor, Tensor]]:
-    """(description, scores [K], log_probs [K, V]); the last from a real tx.beam_search step."""
+def _ranked_tokens(scores: Tensor, log_probs: Tensor) -> list[int]:
+    """The token of every continuation, best first."""
+    V = log_probs.size(1)
+    return [int(i) % V for i in (scores[:, None] + log_probs).flatten().argsort(descending=True)]
+
+
+def _real_step(K: int) -> tuple[str, Tensor, Tensor, int]:
+    """Step 2 of tx.beam_search on a small random model, with an <eos> id that makes a hypothesis finish there.
+
+    The checker's answer for this step must be what the search did: the trace lists the kept
+    and the finished candidates of step 2, which brute force must agree with.
+    """
+    model, src = _tiny_model(12), _sources(12, 1)
+    for eos in range(2, 11):
+        trace: list = []
+        beam_search(model, src, beam_size=K, max_len=4, bos_id=BOS, eos_id=eos, trace=trace)
+        step2 = trace[2] if len(trace) > 2 else []
+        if not any(n["finished"] for n in step2):
+            continue  # the first id with a hypothesis finishing at step 2
+        alive = [n for n in trace[1] if not n["finished"] and not n["pruned"]]
+        prefixes = torch.tensor([[BOS, n["token"]] for n in alive])  # [K, 2]
+        scores = torch.tensor([n["score"] for n in alive])  # [K]
+        with torch.no_grad():
+            log_probs = model(src.expand(len(alive), -1), prefixes)[:, -1].log_softmax(-1)  # [K, V]
+        kept = [(n["parent"], n["token"], n["score"]) for n in step2 if not n["finished"] and not n["pruned"]]
+        ended = [(n["parent"], n["score"]) for n in step2 if n["finished"]]
+        go_on, finished = brute_force_step(scores, log_probs, eos)
+        same = [c[:2] for c in go_on] == [c[:2] for c in kept] and [f[0] for f in finished] == [e[0] for e in ended]
+        if not same or any(abs(a[-1] - b[-1]) > 1e-4 for a, b in zip(go_on + finished, kept + ended)):
+            raise RuntimeError(f"tx.beam_search kept {kept} and finished {ended}, but brute force finds {go_on} "
+                               f"and {finished}: please report this.")
+        return f"step 2 of tx.beam_search (K={K}, V=11, eos_id={eos})", scores, log_probs, eos
+    raise RuntimeError("no <eos> id makes the small model finish a hypothesis at step 2: please report this.")
+
+
+def _beam_step_cases() -> list[tuple[str, Tensor, Tensor, int]]:
+    """(description, scores [K], log_probs [K, V], eos_id); the last from a real tx.beam_search step."""
     g = torch.Generator().manual_seed(12)
+    # Ranked: (0, 0), (1, 0), (1, 1), (0, 1), ... with tokens 2 and 3 far below.
+    scores = torch.tensor([-0.5, -1.0])
+    log_probs = torch.tensor([[-0.1, -2.3, -3.0, -4.0], [-0.2, -0.9, -5.0, -3.1]]).log_softmax(-1)
     cases = [
-        ("K=2, V=4, small numbers", torch.tensor([-0.5, -1.0]),
-         torch.tensor([[-0.1, -2.3, -3.0, -4.0], [-0.2, -0.9, -5.0, -3.1]]).log_softmax(-1)),
-        ("K=3, V=7, random", -torch.rand(3, generator=g) * 3, torch.randn(3, 7, generator=g).log_softmax(-1)),
-        # The first step: only beam 0 is alive, the others hold -inf and must never be chosen.
-        ("first step, scores [0, -inf, -inf]", torch.tensor([0.0, float("-inf"), float("-inf")]),
-         torch.randn(3, 6, generator=g).log_softmax(-1)),
+        ("K=2, V=4, small numbers, eos_id=3 (no <eos> near the top)", scores, log_probs, 3),
+        ("the same numbers with eos_id=1 (an <eos> just below the 2 best)", scores, log_probs, 1),
+        ("the same numbers with eos_id=0 (both of the 2 best end)", scores, log_probs, 0),
     ]
-    # A real step: tx.beam_search with max_len=2 ends every hypothesis at step 2, so the
-    # finished nodes of its trace are exactly the top K continuations of step 2.
-    K, model = 3, _tiny_model(12)
-    src = _sources(12, 1)
-    trace: list = []
-    beam_search(model, src, beam_size=K, max_len=2, bos_id=BOS, eos_id=EOS, trace=trace)
-    alive = [n for n in trace[1] if not n["finished"] and not n["pruned"]]
-    prefixes = torch.tensor([[BOS, n["token"]] for n in alive])  # [K, 2]
-    scores = torch.tensor([n["score"] for n in alive])  # [K]
-    with torch.no_grad():
-        log_probs = model(src.expand(len(alive), -1), prefixes)[:, -1].log_softmax(-1)  # [K, V]
-    tx_step = [(n["parent"], n["token"], n["score"]) for n in trace[2] if n["finished"]]
-    brute = brute_force_top_k(scores, log_probs)
-    if [c[:2] for c in brute] != [c[:2] for c in tx_step] or any(
-        abs(a[2] - b[2]) > 1e-4 for a, b in zip(brute, tx_step)
-    ):
-        raise RuntimeError(f"tx.beam_search chose {tx_step} but brute force finds {brute}: please report this.")
-    cases.append(("a step of tx.beam_search (K=3, V=11)", scores, log_probs))
+    scores, log_probs = -torch.rand(3, generator=g) * 3, torch.randn(3, 7, generator=g).log_softmax(-1)
+    eos = _ranked_tokens(scores, log_probs)[0]
+    cases.append((f"K=3, V=7, random, eos_id={eos} (the best continuation ends)", scores, log_probs, eos))
+    # The first step: only beam 0 is alive, the others hold -inf and must never be chosen.
+    scores, log_probs = torch.tensor([0.0, float("-inf"), float("-inf")]), torch.randn(3, 6, generator=g).log_softmax(-1)
+    eos = _ranked_tokens(scores, log_probs)[1]
+    cases.append((f"first step, scores [0, -inf, -inf], eos_id={eos}", scores, log_probs, eos))
+    cases.append(_real_step(3))
     return cases
 
 
-def check_beam_step(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]]) -> None:
-    """``fn(scores [K], log_probs [K, V]) -> (parent [K], token [K], score [K])``, the K best continuations, best first."""
-    for description, scores, log_probs in _beam_step_cases():
+def _as_finished(got: Any, description: str) -> list[tuple[int, float]]:
+    try:
+        return [(int(p), float(s)) for p, s in got]
+    except (TypeError, ValueError, RuntimeError):
+        raise CheckFailed(f"{description}: finished should be a list of (parent, score) pairs, got {got!r:.120}.") from None
+
+
+def _check_go_on(description: str, scores: Tensor, eos_id: int, mine: list[Continuation],
+                 expected: list[Continuation]) -> None:
+    """CheckFailed, with the mistake named, unless ``mine`` are the continuations that go on."""
+    K = scores.size(0)
+    for rank, (p, t, s) in enumerate(mine):
+        if int(t) == eos_id:
+            raise CheckFailed(
+                f"{description}: (parent={int(p)}, token={int(t)}) goes on at rank {rank}, but it ends with "
+                f"eos_id={eos_id}. A continuation that ends does not take a beam: it finishes if it is among the "
+                f"{K} best of all and is dropped otherwise, and the next continuation takes its place."
+            )
+    for rank, ((p, t, s), (ep, et, es)) in enumerate(zip(mine, expected)):
+        if (int(p), int(t)) != (ep, et) and 0 <= int(p) < K and scores[int(p)] == float("-inf"):
+            raise CheckFailed(
+                f"{description}: at rank {rank} you extend beam {int(p)}, whose score is -inf: it is not alive "
+                "yet. Add scores[parent] to every log-prob, so its continuations stay at -inf and are never kept."
+            )
+        if (int(p), int(t)) != (ep, et) or not abs(s - es) <= 1e-4:
+            hint = ("parent = flat index // V and token = flat index % V, where V = log_probs.size(1)"
+                    if abs(s - es) <= 1e-4 else
+                    "the score of a continuation is scores[parent] + log_probs[parent, token]; rank all K*V of them "
+                    "together, and skip the ones that end")
+            raise CheckFailed(
+                f"{description}: at rank {rank} you keep (parent={int(p)}, token={int(t)}, score={s:.4f}); the "
+                f"{K} best that go on have (parent={ep}, token={et}, score={es:.4f}) there. Hint: {hint}."
+            )
+
+
+def _check_finished(description: str, K: int, eos_id: int, everything: list[Continuation],
+                    mine: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
+    """CheckFailed, with the mistake named, unless ``mine`` are the (parent, score) of the hypotheses that finish."""
+    def same(a: tuple[int, float], b: tuple[int, float]) -> bool:
+        return a[0] == b[0] and abs(a[1] - b[1]) <= 1e-4
+
+    for f in mine:
+        if not any(same(f, e) for e in expected):
+            if any(same(f, (p, s)) for p, t, s in everything if t == eos_id):
+                raise CheckFailed(
+                    f"{description}: (parent={f[0]}, score={f[1]:.4f}) ends with eos_id={eos_id}, but it is not "
+                    f"among the {K} best continuations of all, so it is dropped, not finished."
+                )
+            raise CheckFailed(f"{description}: finished holds (parent={f[0]}, score={f[1]:.4f}), which is not a "
+                              f"continuation ending with eos_id={eos_id}. Its score is scores[parent] + "
+                              "log_probs[parent, eos_id].")
+    for e in expected:
+        if not any(same(e, f) for f in mine):
+            raise CheckFailed(f"{description}: (parent={e[0]}, token={eos_id}, score={e[1]:.4f}) is among the {K} "
+                              "best continuations and ends: return it in finished.")
+    if len(mine) != len(expected) or not all(same(f, e) for f, e in zip(mine, expected)):
+        raise CheckFailed(f"{description}: finished should list each hypothesis once, best first: expected "
+                          f"{[(p, round(s, 4)) for p, s in expected]}, got {[(p, round(s, 4)) for p, s in mine]}.")
+
+
+def check_beam_step(fn: Callable[[Tensor, Tensor, int], tuple[Tensor, Tensor, Tensor, list]]) -> None:
+    """``fn(scores [K], log_probs [K, V], eos_id) -> (parent [K], token [K], score [K], finished)``: the K best
+    continuations that do not end with ``eos_id``, best first, and the (parent, score) of those among the K best
+    of all that do."""
+    for description, scores, log_probs, eos_id in _beam_step_cases():
         K = scores.size(0)
-        got = call(fn, scores.clone(), log_probs.clone())
-        if not (isinstance(got, (tuple, list)) and len(got) == 3):
-            raise CheckFailed(f"beam_step should return three tensors (parent, token, score), got {type(got).__name__}.")
+        got = call(fn, scores.clone(), log_probs.clone(), eos_id)
+        if not (isinstance(got, (tuple, list)) and len(got) == 4):
+            raise CheckFailed("beam_step should return four things: parent, token and score (tensors [K]) and "
+                              f"finished (a list of (parent, score) pairs); got {type(got).__name__} {got!r:.80}.")
         try:
-            parent, token, score = (torch.as_tensor(x) for x in got)
+            parent, token, score = (torch.as_tensor(x) for x in got[:3])
         except (TypeError, ValueError, RuntimeError):
-            raise CheckFailed(f"beam_step should return three tensors (parent, token, score), got {got!r:.120}.") from None
+            raise CheckFailed(f"parent, token and score should be three tensors, got {got[:3]!r:.120}.") from None
         for name, x in (("parent", parent), ("token", token), ("score", score)):
+            if x.dim() == 1 and x.size(0) < K:
+                raise CheckFailed(
+                    f"{description}: {name} has {x.size(0)} entries; {K} beams go on even when some of the best "
+                    "continuations end. Look further down the ranking: how far must you look to be sure of K?"
+                )
             if x.shape != (K,):
-                raise CheckFailed(f"{description}: {name} has shape {tuple(x.shape)}; expected ({K},), one entry per kept beam.")
+                raise CheckFailed(f"{description}: {name} has shape {tuple(x.shape)}; expected ({K},), one entry per "
+                                  "beam that goes on.")
         for name, x in (("parent", parent), ("token", token)):
             if x.is_floating_point() or x.dtype == torch.bool:
                 raise CheckFailed(
@@ -163,26 +266,16 @@ def check_beam_step(fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor, Tensor]
                 )
         if not bool(torch.isfinite(score).all()):
             raise CheckFailed(
-                f"{description}: your scores {score.tolist()} are not all finite. Only the K best continuations "
-                "are kept, and a beam of score -inf is never among them while finite ones remain."
+                f"{description}: your scores {score.tolist()} are not all finite. Only the best continuations "
+                "go on, and a beam of score -inf is never among them while finite ones remain."
             )
-        expected = brute_force_top_k(scores, log_probs)
-        mine = list(zip(parent.tolist(), token.tolist(), score.tolist()))
-        for rank, ((p, t, s), (ep, et, es)) in enumerate(zip(mine, expected)):
-            if (int(p), int(t)) != (ep, et) and 0 <= int(p) < K and scores[int(p)] == float("-inf"):
-                raise CheckFailed(
-                    f"{description}: at rank {rank} you extend beam {int(p)}, whose score is -inf: it is not alive "
-                    "yet. Add scores[parent] to every log-prob, so its continuations stay at -inf and are never kept."
-                )
-            if (int(p), int(t)) != (ep, et) or not abs(s - es) <= 1e-4:
-                hint = ("parent = flat index // V and token = flat index % V, where V = log_probs.size(1)"
-                        if abs(s - es) <= 1e-4 else
-                        "the score of a continuation is scores[parent] + log_probs[parent, token]; rank all K*V of them together")
-                raise CheckFailed(
-                    f"{description}: at rank {rank} you keep (parent={int(p)}, token={int(t)}, score={s:.4f}); the "
-                    f"brute-force top {K} has (parent={ep}, token={et}, score={es:.4f}) there. Hint: {hint}."
-                )
-    passed("your step keeps the same K continuations as brute force and as tx.beam_search.")
+        finished = _as_finished(got[3], description)
+        go_on, expected_finished = brute_force_step(scores, log_probs, eos_id)
+        _check_go_on(description, scores, eos_id, list(zip(parent.tolist(), token.tolist(), score.tolist())), go_on)
+        everything = [(k, v, float(scores[k] + log_probs[k, v])) for k in range(K) for v in range(log_probs.size(1))]
+        _check_finished(description, K, eos_id, everything, finished, expected_finished)
+    passed("your step keeps the same K beams and finishes the same hypotheses as a ranking of every "
+           "continuation and as tx.beam_search.")
 
 
 # --------------------------------------------------------------------------- length penalty
