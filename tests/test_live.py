@@ -289,3 +289,31 @@ def test_the_page_beam_search_finds_tx_s_hypothesis_and_score():
     assert len(got) == len(cases) and not wrong, wrong[:3]
     # the tables exercise what tells a beam from greedy decoding: a sentence greedy decoding does not find
     assert differ > 20, differ
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (make vendor needs it too)")
+def test_the_page_tidies_typed_text_as_tx_subwords_does():
+    """tidyTyped against tx.subwords.tidy_typed: every assigned code point below U+3000 (the alphabets,
+    punctuation and spaces) doubled, and beside capitals at a sentence's end, and sentences as readers
+    type them."""
+    from tx.subwords import tidy_typed
+
+    points = [c for c in range(0x20, 0x3000) if not 0xD800 <= c < 0xE000 and unicodedata.category(chr(c)) != "Cn"]
+    texts = [f"{chr(c)}{chr(c)}" for c in points] + [f"AB {chr(c)}" for c in points]
+    texts += ["JE SUIS EN RETARD !", "ÇA VA", "ΟΔΟΣ ΣΟΦΟΣ", "İSTANBUL", "STRASSE ß", "  Il a  25 ans", "C’est « bien »",
+              "Il dit\u202f: «\u00a0Non\u00a0»", "e\u0301te\u0301", "Je vis à Paris, en France.", "OK", "", "  ",
+              *(fr for fr, _ in tx.data.load_corpus().test)]
+    script = ("const {tidyTyped} = require(process.argv[1]);"
+              "const texts = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "process.stdout.write(JSON.stringify(texts.map(tidyTyped)));")
+    got = _node(script, texts)
+    # Where Node's Unicode (ICU) gives a letter a case form that Python's older Unicode does not
+    # (Unicode 16 gave ƛ and ɤ capitals), the two decide "all capitals" differently. No such
+    # letter is in French's alphabet (Latin-1 and Latin Extended-A); the rest must agree.
+    cases = _node("const cs = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+                  "process.stdout.write(JSON.stringify(cs.map(c => [c.toLowerCase(), c.toUpperCase()])));",
+                  [chr(c) for c in points])
+    moved = {chr(c) for c, (lo, up) in zip(points, cases) if (lo, up) != (chr(c).lower(), chr(c).upper())}
+    assert not {c for c in moved if ord(c) < 0x180}, sorted(moved)[:10]
+    wrong = [(t, tidy_typed(t), g) for t, g in zip(texts, got) if tidy_typed(t) != g and not set(t) & moved]
+    assert len(got) == len(texts) and not wrong, wrong[:5]

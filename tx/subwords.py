@@ -177,8 +177,10 @@ def tidy_typed(text: str) -> str:
     """
     text = re.sub(r"\u00ab\s*|\s*\u00bb", '"', unicodedata.normalize("NFC", _check_text(text)))
     text = " ".join(text.translate(_PLAIN_MARKS).split())
+    # a capital is a letter that has a small form, a small letter one that has a capital form
+    # (case mappings, which Unicode keeps stable, where its categories move between versions)
     letters = [c for c in text if c.isalpha()]
-    if sum(c.isupper() for c in letters) >= 2 and not any(c.islower() for c in letters):
+    if sum(c.lower() != c for c in letters) >= 2 and not any(c.upper() != c for c in letters):
         text = text.lower()
         text = text[:1].upper() + text[1:]
     if text and text[-1].isalnum():

@@ -27,6 +27,29 @@
     return t.match(TOKEN_RE) || [];
   }
 
+  // As tx.subwords.tidy_typed: a sentence as a reader types it, written as the real corpus writes
+  // its own (NFC; curly marks plain; one space; all capitals put in the corpus's case; a final
+  // full stop after a letter or a digit). Python's str.split() splits at SPACE's characters.
+  var PLAIN_MARKS = { "\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"', "\u201e": '"',
+                      "\u00ab": '"', "\u00bb": '"' };
+  var SPACES_RE = new RegExp("[" + SPACE + "]+", "g");
+  var GUILLEMETS_RE = new RegExp("\u00ab[" + SPACE + "]*|[" + SPACE + "]*\u00bb", "g");
+  function tidyTyped(text) {
+    var t = text.normalize("NFC").replace(GUILLEMETS_RE, '"');
+    t = t.replace(/[\u2019\u2018\u02bc\u201c\u201d\u201e\u00ab\u00bb]/g, function (c) { return PLAIN_MARKS[c]; });
+    t = t.split(SPACES_RE).filter(function (w) { return w !== ""; }).join(" ");
+    var chars = Array.from(t), letters = chars.filter(function (c) { return /\p{L}/u.test(c); });
+    // a capital is a letter that has a small form, a small letter one that has a capital form
+    var upper = letters.filter(function (c) { return c.toLowerCase() !== c; }).length;
+    if (upper >= 2 && !letters.some(function (c) { return c.toUpperCase() !== c; })) {
+      t = t.toLowerCase();
+      var first = Array.from(t)[0];
+      t = first.toUpperCase() + t.slice(first.length);
+    }
+    if (t && /[\p{L}\p{N}]/u.test(Array.from(t).pop())) t += ".";
+    return t;
+  }
+
   function detokenize(tokens) {
     return tokens.join(" ").replace(GLUE_RE, "");
   }
@@ -183,7 +206,7 @@
     return normalisedScore(bestAlive, reachable, o.alpha, o.form) > bestDone;
   }
 
-  var api = { tokenize: tokenize, detokenize: detokenize, WordVocab: WordVocab, BpeVocab: BpeVocab,
+  var api = { tokenize: tokenize, tidyTyped: tidyTyped, detokenize: detokenize, WordVocab: WordVocab, BpeVocab: BpeVocab,
               digitGrid: digitGrid, mulberry32: mulberry32, sample: sample, beamSearch: beamSearch,
               normalisedScore: normalisedScore };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
@@ -426,12 +449,14 @@
 
     form.addEventListener("submit", async function (event) {
       event.preventDefault();
-      var text = form.elements.text.value;
+      var typed = form.elements.text.value, text = typed;
       if (!text.trim()) { status.textContent = "Type a French sentence first."; return; }
       block.setAttribute("data-live-state", "busy");
       status.textContent = loadingNote(block.getAttribute("data-model"));
       try {
         var model = await loadModel(block.getAttribute("data-model"));
+        // a subword model reads what is typed as its corpus writes it, as python -m tx.translate does
+        if (model.src instanceof BpeVocab) text = tidyTyped(typed);
         status.textContent = "Translating…";
         var start = performance.now();
         var result = await translate(model, text, form.elements.decoding.value);
@@ -442,7 +467,8 @@
         var unknown = result.srcIds.filter(function (i) { return i === model.manifest.unk_id; }).length;
         status.textContent = "Translated in your browser in " + ms.toFixed(0) + " ms by " + DECODINGS[result.decoding] +
           (model.manifest.quantize ? ", the model's weights rounded to " + model.manifest.quantize + "." : ".") +
-          (unknown ? " " + unknown + " word" + (unknown > 1 ? "s" : "") + " unknown to the model (<unk>)." : "");
+          (unknown ? " " + unknown + " word" + (unknown > 1 ? "s" : "") + " unknown to the model (<unk>)." : "") +
+          (text !== typed.trim() ? " It read: " + text : "");
         redraw();
         block.setAttribute("data-live-state", "done");
       } catch (err) {

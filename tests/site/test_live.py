@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import tx
+from tx.subwords import tidy_typed
 from sitekit import HTML, open_page
 from tx.export import ExportedModel
 
@@ -58,18 +59,22 @@ class Reference:
         self.exact = self.onnx.manifest["quantize"] is None  # float32 graphs: tx itself is the reference
         self.ck = tx.checkpoint.load(tx.checkpoint.BOOK_MODEL.parent / f"{name}.safetensors")
         self.sentences = WORD_SENTENCES if self.onnx.manifest["vocab_kind"] == "word" else FREE_SENTENCES
+        # what the page reads: a subword model's input tidied as typed (tx.subwords.tidy_typed, as
+        # python -m tx.translate does); a word model's tokenizer does its own
+        self.read = (lambda s: s) if self.onnx.manifest["vocab_kind"] == "word" else tidy_typed
 
     def translations(self) -> list[str]:
         ck = self.ck
+        read = [self.read(s) for s in self.sentences]
         if self.exact:
-            return tx.evaluate.translate(ck.model, self.sentences, ck.src_vocab, ck.tgt_vocab)
-        return self.onnx.translate(self.sentences)
+            return tx.evaluate.translate(ck.model, read, ck.src_vocab, ck.tgt_vocab)
+        return self.onnx.translate(read)
 
     def beam(self, sentence: str) -> list[int]:
         """tx.beam_search's best hypothesis, <bos> first, with the page's beam: chapter 11's paper setting
         (4 beams, GNMT's penalty, alpha 0.6) and the page's max length, run on the graphs the page runs."""
         model = self.ck.model if self.exact else _GraphSteps(self.onnx)
-        src = torch.tensor([self.ck.src_vocab.encode(sentence, add_bos=False)])
+        src = torch.tensor([self.ck.src_vocab.encode(self.read(sentence), add_bos=False)])
         v, steps = self.ck.tgt_vocab, self.onnx.manifest["max_new_tokens"]
         (tokens, _), = tx.beam_search(model, src, 4, steps, v.bos_id, v.eos_id, 0.6, penalty_form="gnmt")[0]
         return tokens.tolist()
@@ -174,7 +179,7 @@ def test_typed_sentences_give_tx_s_ids_translations_and_attention(visits_live, d
         got = _translate(page, sentence)
         assert got["state"] == "done", got["status"]
         assert got["output"] == english, f"{sentence!r}: the page wrote {got['output']!r}, expected {english!r}"
-        src_ids = ref.ck.src_vocab.encode(sentence, add_bos=False)
+        src_ids = ref.ck.src_vocab.encode(ref.read(sentence), add_bos=False)
         assert got["live"]["srcIds"] == src_ids, f"{sentence!r}: the page's token ids differ from tx's"
         ys = got["live"]["ys"]
         assert ref.ck.tgt_vocab.decode(ys) == english
@@ -247,7 +252,7 @@ def test_chapter_12_s_block_translates_by_beam_search_as_tx_does(visits_live):
             assert got["state"] == "done", got["status"]
             assert got["output"] == english, f"{sentence!r}: the page wrote {got['output']!r}, tx.beam_search {english!r}"
             assert got["live"]["ys"] == ys and got["live"]["decoding"] == "beam", sentence
-            assert got["live"]["srcIds"] == ref.ck.src_vocab.encode(sentence, add_bos=False)
+            assert got["live"]["srcIds"] == ref.ck.src_vocab.encode(ref.read(sentence), add_bos=False)
             assert "by beam search (4 beams, GNMT's length penalty with α = 0.6)" in got["status"], got["status"]
             # the map drawn is the returned hypothesis's, teacher-forced, for the layer and head chosen
             # (the test of the menus, run before, leaves others than the first choice)
@@ -266,6 +271,13 @@ def test_chapter_12_s_block_translates_by_beam_search_as_tx_does(visits_live):
         _choose_decoding(page, "greedy")  # the other tests of this page expect the first choice
     got = _translate(page, BEAM_SENTENCES[0])
     assert got["live"]["decoding"] == "greedy" and "by greedy decoding" in got["status"], got["status"]
+    # typed as readers type: in capitals, with a curly apostrophe and no final mark, the page reads
+    # the sentence as written and says so
+    written = _translate(page, "Je voudrais un verre d'eau.")
+    shouted = _translate(page, "JE VOUDRAIS UN VERRE D’EAU")
+    assert shouted["output"] == written["output"] and shouted["live"]["srcIds"] == written["live"]["srcIds"]
+    assert "It read: Je voudrais un verre d'eau." in shouted["status"], shouted["status"]
+    assert "It read" not in written["status"], written["status"]
     assert got["live"]["ys"] == ref.onnx.greedy(torch.tensor([got["live"]["srcIds"]]).numpy())[0].tolist()
     assert not live.problems(), "\n".join(live.problems())
 
