@@ -71,6 +71,14 @@ class TestChapter:
         for match in re.finditer(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", code, re.M):
             assert match.group(1) in ALLOWED_IMPORTS, f"imports {match.group(1)}: chapters use tx, torch, numpy, matplotlib, ipywidgets"
 
+    def test_sets_the_figure_style_before_any_figure(self, path):
+        # tx.viz applies the book's style (96 dpi) when imported; a figure made before that
+        # is drawn at matplotlib's 100 dpi, 711 px wide, and the page shrinks it (issue 24).
+        code = [source(c) for c in load(path)["cells"] if c["cell_type"] == "code"]
+        if any(re.search(r"^\s*(import|from)\s+matplotlib", c, re.M) for c in code):
+            assert re.search(r"^(import tx\.viz|from tx\.viz import)", code[0], re.M), (
+                "the first code cell imports matplotlib's figures but not tx.viz: add `import tx.viz`")
+
     def test_opens_with_goals_and_closes_with_summary_and_exercises(self, path):
         cells = load(path)["cells"]
         assert cells[0]["cell_type"] == "markdown" and source(cells[0]).lstrip().startswith("# ")

@@ -286,6 +286,18 @@ def test_probability_bars_top_k_keeps_the_largest_in_order():
     assert ax.patches[1].get_facecolor() != ax.patches[0].get_facecolor()
 
 
+def test_probability_bars_keep_words_apart_on_a_narrow_panel():
+    # Fig. 10.3: six words on half the column ran together ("thanksstudent<eos>") when level.
+    fig, (left, right) = viz.subplots(1, 2, row_height=3.2)
+    for ax in (left, right):
+        viz.probability_bars(np.full(6, 1 / 6), VOCAB, ax=ax, highlight="thanks")
+    assert {t.get_rotation() for t in left.get_xticklabels()} == {45.0}
+    assert viz.figure_problems(fig) == []
+    # With room, the same words stay level.
+    wide = viz.probability_bars(np.full(6, 1 / 6), VOCAB)
+    assert {t.get_rotation() for t in wide.get_xticklabels()} == {0.0}
+
+
 def test_probability_bars_rejects_bad_input():
     with pytest.raises(ValueError, match="tokens has 5 labels but probs has 6 entries"):
         viz.probability_bars(np.full(6, 1 / 6), VOCAB[:5])
@@ -436,6 +448,35 @@ def test_figure_problems_names_a_wide_figure_and_small_text():
     problems = viz.figure_problems(wide)
     assert any("13 in wide" in p for p in problems), problems
     assert any("'tiny' at 6 pt" in p for p in problems), problems
+
+
+def test_a_column_wide_figure_saves_at_the_column_s_width():
+    # The notebook and tx.explorer save with bbox_inches="tight": the margin must not
+    # take a 7-inch figure past 672 px, where the page would shrink it.
+    import io
+
+    from PIL import Image
+
+    fig, ax = viz.subplots(1, 1)
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("fills the column")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    assert Image.open(buffer).width <= viz.COLUMN_WIDTH * viz.DPI
+    assert viz.figure_problems(fig) == []
+    # Text that sticks out of the figure widens the saved image, and is named.
+    ax.text(1.05, 0.5, "a long note beside the plot", transform=ax.transAxes)
+    fig.set_layout_engine("none")
+    assert any("saves" in p and "px wide" in p for p in viz.figure_problems(fig))
+
+
+def test_figure_problems_names_tick_labels_that_run_together():
+    fig, ax = viz.subplots(1, 1, width=2.5)
+    ax.set_xticks(range(6), VOCAB)
+    assert any("run together" in p and "'thanks' 'student'" in p for p in viz.figure_problems(fig))
+    for label in ax.get_xticklabels():
+        label.set(rotation=45, ha="right", rotation_mode="anchor")
+    assert viz.figure_problems(fig) == []
 
 
 def _wide_inputs():

@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from sitekit import CHROMIUM_ARGS, HTML, SCREENSHOTS, Visit, chromium_path, open_page
+from sitekit import CHROMIUM_ARGS, DESKTOP, HTML, PHONE, SCREENSHOTS, Visit, chromium_path, open_page
 
 # --------------------------------------------------------------------------- two workers
 
@@ -94,20 +94,36 @@ def browser():
             browser.close()
 
 
-@pytest.fixture(scope="session")
-def visits(browser, site):
-    """Each page of the book opened once, settled, screenshotted, and kept open."""
+def _visits(browser, site, viewport: dict, folder):
+    """A function that opens a page once at this size, settled and screenshotted into folder,
+    and keeps it open; and the pages it opened."""
     opened: dict[str, Visit] = {}
 
     def visit(docname: str) -> Visit:
         if docname not in opened:
-            v = open_page(browser, site, f"{docname}.html")
-            shot = SCREENSHOTS / f"{docname}.png"
+            v = open_page(browser, site, f"{docname}.html", viewport=viewport)
+            shot = folder / f"{docname}.png"
             shot.parent.mkdir(parents=True, exist_ok=True)
             v.page.screenshot(path=str(shot), full_page=True)
             opened[docname] = v
         return opened[docname]
 
+    return visit, opened
+
+
+@pytest.fixture(scope="session")
+def visits(browser, site):
+    """Each page of the book opened once at 1280 px, settled, screenshotted, and kept open."""
+    visit, opened = _visits(browser, site, DESKTOP, SCREENSHOTS)
+    yield visit
+    for v in opened.values():
+        v.context.close()
+
+
+@pytest.fixture(scope="session")
+def phone_visits(browser, site):
+    """The same at a phone's 390 px (screenshots in _build/screenshots/phone/)."""
+    visit, opened = _visits(browser, site, PHONE, SCREENSHOTS / "phone")
     yield visit
     for v in opened.values():
         v.context.close()

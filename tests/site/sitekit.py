@@ -30,6 +30,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 LOCAL_SCHEMES = ("data:", "blob:", "about:")
+DESKTOP = {"width": 1280, "height": 900}  # the width the book is laid out for (tx.viz's 672 px figures)
+PHONE = {"width": 390, "height": 844}  # a phone held upright
 WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
 
 
@@ -57,6 +59,10 @@ def toc_pages() -> list[str]:
     for part in toc.get("parts", []):
         pages += _toc_files(part.get("chapters", []))
     return pages
+
+
+# Pages the build makes that are in no table of contents.
+EXTRA_PAGES = ["search", "genindex", "py-modindex", "404"]
 
 
 def is_notebook(docname: str) -> bool:
@@ -100,10 +106,10 @@ class Visit:
         )
 
 
-def open_page(browser, site: str, path: str, settle: bool = True) -> Visit:
-    """Open site + path in a fresh context that lets no request leave the site."""
+def open_page(browser, site: str, path: str, settle: bool = True, viewport: dict = DESKTOP) -> Visit:
+    """Open site + path in a fresh context of the given size that lets no request leave the site."""
     visit = Visit(url=site + path)
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    context = browser.new_context(viewport=viewport, accept_downloads=True)
     # Every wait is for something that does come (a load, the network going quiet, a redraw);
     # `make test` runs these beside the JupyterLab tests on two cores, where a page can take
     # longer than Playwright's 30 s default. A page that never gets there still fails, later.

@@ -15,13 +15,13 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from sitekit import HTML, WIDGET_VIEW, book_config, is_notebook, open_page, settle_page, toc_pages
+from sitekit import (
+    EXTRA_PAGES, HTML, WIDGET_VIEW, book_config, is_notebook, open_page, settle_page, toc_pages,
+)
 
 PAGES = toc_pages()
 NOTEBOOKS = [p for p in PAGES if is_notebook(p)]
 CHAPTERS = [p for p in NOTEBOOKS if p.startswith("chapters/")]
-# Pages the build makes that are in no table of contents.
-EXTRA_PAGES = ["search", "genindex", "py-modindex", "404"]
 
 
 def test_toc_lists_pages():

@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .style import MIN_FONT_PT, _new_ax, _to_numpy, _token_text
+from .style import MIN_FONT_PT, _new_ax, _tilt_crowded_xticklabels, _to_numpy, _token_text
 
 __all__ = ["probability_bars", "beam_search_tree"]
 
@@ -51,15 +51,17 @@ def probability_bars(
     colours = ["C1" if i == highlight else "C0" for i in order]
     bars = ax.bar(range(len(order)), p[order], color=colours)
     ax.set_xticks(range(len(order)))
-    ax.set_xticklabels([str(tokens[i]) for i in order],
-                       rotation=45 if len(order) > 8 else 0,
-                       ha="right" if len(order) > 8 else "center")
+    ax.set_xticklabels([str(tokens[i]) for i in order])
     if len(order) <= 12:  # values above bars are legible only for a handful of words
         ax.bar_label(bars, fmt="%.2f", fontsize=MIN_FONT_PT, padding=2)
     ax.set_ylim(0.0, 1.0)
     ax.set_ylabel("probability")
     if title is not None:
-        ax.set_title(title, pad=12)  # room for the value label of a bar near 1
+        # room for the value label of a bar at 1: its 2 pt of padding and a 9 pt line
+        ax.set_title(title, pad=16)
+    # Words level where there is room; tilted where neighbours would touch, as long words
+    # on a half-column panel do ("thanksstudent").
+    _tilt_crowded_xticklabels(ax)
     return ax
 
 

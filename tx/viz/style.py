@@ -28,11 +28,18 @@ SIGNED_CMAP = "RdBu"
 COLUMN_WIDTH = 7.0  # inches: 672 px at DPI, a figure's room in the text column at 1280 px
 DPI = 96  # dots per inch of every figure, in the notebook and on the website (CSS's own 96)
 MIN_FONT_PT = 9.0  # the smallest text a figure may hold (12 px at DPI)
+# White margin around a figure saved with bbox_inches="tight", as the notebook's inline
+# backend and tx.explorer save every figure: no more than constrained layout keeps free at
+# each edge (3 pt, 0.0417 in), so a 7-inch figure stays 672 px wide, where matplotlib's
+# 0.1 in made it 683 px and the page shrank it, blurring its text.
+SAVE_PAD_INCHES = 0.04
+MIN_LABEL_GAP_PT = 3.0  # the least space between two tick labels, so words do not run together
 
 # matplotlib defaults for the book: sizes in points, none below MIN_FONT_PT.
 BOOK_STYLE: dict[str, Any] = {
     "figure.dpi": DPI,
     "savefig.dpi": DPI,  # what the notebook's inline backend and the website show
+    "savefig.pad_inches": SAVE_PAD_INCHES,
     "figure.figsize": (COLUMN_WIDTH, 3.5),
     "font.size": 10.0,
     "axes.titlesize": 11.0,
@@ -101,7 +108,9 @@ def subplots(
 
 
 def figure_problems(fig: Figure) -> list[str]:
-    """Where ``fig`` breaks the size rule: too wide, or text smaller than MIN_FONT_PT.
+    """Where ``fig`` breaks the size rule: too wide (as drawn, or as saved with its margin
+    and whatever sticks out of it), text smaller than MIN_FONT_PT, or x tick labels that
+    run together.
 
     Only visible text with characters counts (tick labels, titles, legends, annotations).
     An empty list means the figure follows the rule.
@@ -114,12 +123,19 @@ def figure_problems(fig: Figure) -> list[str]:
     if fig.dpi != DPI:
         problems.append(f"figure has dpi {fig.dpi:g}, not {DPI}")
     fig.canvas.draw()  # tick labels exist only once drawn
+    saved = (fig.get_tightbbox().width + 2 * plt.rcParams["savefig.pad_inches"]) * DPI
+    if width <= COLUMN_WIDTH + 1e-9 and saved > COLUMN_WIDTH * DPI + 0.5:
+        problems.append(f"figure saves {saved:.0f} px wide (what sticks out of it, and its "
+                        f"margin), more than the column's {COLUMN_WIDTH * DPI:.0f}")
     small = set()
     for text in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text")):
         if text.get_visible() and str(text.get_text()).strip() and text.get_fontsize() < MIN_FONT_PT:
             small.add(f"{text.get_text()!r} at {text.get_fontsize():g} pt")
     if small:
         problems.append(f"text below {MIN_FONT_PT:g} pt: " + ", ".join(sorted(small)[:8]))
+    crowded = [f"{a!r} {b!r}" for ax in fig.axes for a, b in _crowded_xticklabels(ax)]
+    if crowded:
+        problems.append("x tick labels run together: " + ", ".join(crowded[:4]))
     return problems
 
 
@@ -142,6 +158,38 @@ def _new_ax(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
     width, height = figsize
     _, new = plt.subplots(figsize=(min(width, COLUMN_WIDTH), height), layout="constrained")
     return new
+
+
+def _crowded_xticklabels(ax: Axes) -> list[tuple[str, str]]:
+    """Neighbouring x tick labels of a drawn Axes closer than MIN_LABEL_GAP_PT, as text pairs.
+
+    Level labels are compared by the space between their boxes; tilted ones (parallel
+    strips) by the distance across the strips, which must hold a line of text.
+    """
+    labels = sorted((t for t in ax.get_xticklabels() if t.get_visible() and t.get_text().strip()),
+                    key=lambda t: t.get_window_extent().x0)
+    gap = MIN_LABEL_GAP_PT * ax.figure.dpi / 72
+    crowded = []
+    for a, b in zip(labels, labels[1:]):
+        angle = math.radians(a.get_rotation())
+        if abs(math.sin(angle)) < 1e-6:
+            box_a, box_b = a.get_window_extent(), b.get_window_extent()
+            apart = box_b.x0 - box_a.x1
+        else:
+            x_a, x_b = (t.get_transform().transform(t.get_position())[0] for t in (a, b))
+            line = max(a.get_fontsize(), b.get_fontsize()) * ax.figure.dpi / 72  # px
+            apart = abs(x_b - x_a) * abs(math.sin(angle)) - line
+        if apart < gap:
+            crowded.append((a.get_text(), b.get_text()))
+    return crowded
+
+
+def _tilt_crowded_xticklabels(ax: Axes) -> None:
+    """Tilt the x tick labels by 45 degrees if, level, neighbours would run together."""
+    ax.figure.draw_without_rendering()  # lays the figure out and places the labels
+    if _crowded_xticklabels(ax):
+        for label in ax.get_xticklabels():
+            label.set(rotation=45, ha="right", rotation_mode="anchor")
 
 
 def _check_labels(labels: Sequence[str] | None, n: int, name: str, what: str) -> None:

@@ -1,0 +1,152 @@
+"""Nothing on a page is wider than the room it has (issue 24), read in headless Chromium.
+
+On a phone (390 px) no page scrolls sideways: a display equation wider than the screen
+scrolls inside its own box, to its last symbol, and inline code breaks where it must.
+At 1280 px every figure and explorer frame is drawn no wider than its box, so the page
+shows it at its own size (tx.viz's rule: 672 px), neither cut nor shrunk, and every table
+fits the column instead of scrolling.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sitekit import EXTRA_PAGES, toc_pages
+
+PAGES = toc_pages()
+
+# --------------------------------------------------------------------------- on a phone
+
+SIDEWAYS_JS = """() => {
+    // The page's width, and the outermost elements that stick out past the screen's right
+    // edge: not those a box that fits clips or scrolls (a table's, an equation's).
+    const width = window.innerWidth;
+    const held = e => {
+        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+            if (getComputedStyle(a).overflowX !== 'visible') return a.getBoundingClientRect().right <= width + 1;
+        }
+        return false;
+    };
+    const out = [];
+    for (const e of document.body.querySelectorAll('*')) {
+        const r = e.getBoundingClientRect();
+        if (r.right <= width + 1 || r.width === 0 || !e.checkVisibility({visibilityProperty: true})) continue;
+        if (e.parentElement.getBoundingClientRect().right > width + 1 || held(e)) continue;
+        out.push(`<${e.tagName.toLowerCase()} class="${e.className}"> to ${Math.round(r.right)} px: `
+                 + e.textContent.trim().replace(/\\s+/g, ' ').slice(0, 60));
+    }
+    return {scrollWidth: document.documentElement.scrollWidth, innerWidth: width, out: out};
+}"""
+
+
+@pytest.mark.parametrize("docname", PAGES + EXTRA_PAGES)
+def test_no_page_scrolls_sideways_on_a_phone(phone_visits, docname):
+    sizes = phone_visits(docname).page.evaluate(SIDEWAYS_JS)
+    assert sizes["scrollWidth"] <= sizes["innerWidth"], (
+        f"the page is {sizes['scrollWidth']} px wide on a {sizes['innerWidth']} px screen: "
+        + "; ".join(sizes["out"][:5]))
+
+
+PHONE_EQUATIONS_JS = """() => [...document.querySelectorAll('article div.math')].map(block => {
+    // A display equation wider than its box, scrolled to its end: its last symbol must come
+    // into view inside the box, and the box and its number stay on the screen.
+    const math = block.querySelector('mjx-container > mjx-math');
+    const eqno = block.querySelector('.eqno');
+    const box = block.getBoundingClientRect();
+    const out = {id: eqno ? eqno.textContent.replace('#', '').trim() : block.id,
+                 box: box.width, boxRight: box.right, math: 0, scroller: null, hidden: 0,
+                 numberRight: eqno ? eqno.getBoundingClientRect().right : 0};
+    if (!math) return out;
+    out.math = math.getBoundingClientRect().width;
+    if (out.math <= box.width + 1) return out;
+    let scroller = math.parentElement;
+    while (scroller !== block.parentElement && !/auto|scroll/.test(getComputedStyle(scroller).overflowX)) {
+        scroller = scroller.parentElement;
+    }
+    if (scroller === block.parentElement) return out;
+    out.scroller = scroller.tagName.toLowerCase();
+    scroller.scrollLeft = scroller.scrollWidth;
+    const end = math.getBoundingClientRect().right, edge = scroller.getBoundingClientRect().right;
+    out.hidden = end - edge;
+    scroller.scrollLeft = 0;
+    return out;
+})"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_wide_equations_scroll_in_their_own_box_on_a_phone(phone_visits, docname):
+    page = phone_visits(docname).page
+    width = page.evaluate("() => window.innerWidth")
+    bad = []
+    for eq in page.evaluate(PHONE_EQUATIONS_JS):
+        if eq["boxRight"] > width + 1 or eq["numberRight"] > width + 1:
+            bad.append(f"{eq['id']} runs past the screen's edge to {max(eq['boxRight'], eq['numberRight']):.0f} px")
+        elif eq["math"] > eq["box"] + 1 and eq["scroller"] is None:
+            bad.append(f"{eq['id']} is {eq['math']:.0f} px in a {eq['box']:.0f} px box that does not scroll")
+        elif eq["hidden"] > 1:
+            bad.append(f"{eq['id']} scrolled to its end still hides {eq['hidden']:.0f} px")
+    assert not bad, "; ".join(bad)
+
+
+INLINE_CODE_JS = """() => {
+    // Each line of inline code (a span that wraps has one rectangle per line) against the
+    // column's right edge; code in a box that scrolls (a table's) is that box's business.
+    const column = document.querySelector('article').getBoundingClientRect().right;
+    return [...document.querySelectorAll('article code')]
+        .filter(c => !c.closest('pre, .pst-scrollable-table-container, .highlight') && c.checkVisibility())
+        .filter(c => [...c.getClientRects()].some(r => r.right > column + 1))
+        .map(c => `${c.textContent.trim().slice(0, 60)} (to ${Math.round(c.getBoundingClientRect().right)} px`
+                  + ` of ${Math.round(column)})`);
+}"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_inline_code_wraps_on_a_phone(phone_visits, docname):
+    over = phone_visits(docname).page.evaluate(INLINE_CODE_JS)
+    assert not over, f"inline code past the column's edge: {over[:5]}"
+
+
+# --------------------------------------------------------------------------- at 1280 px
+
+IMAGE_BOXES_JS = """async () => {
+    // Every figure's and explorer frame's image, its drawn width and the room its box gives
+    // it. A frame not on show has no width of its own: the explorer's is its box.
+    const inner = e => { const s = getComputedStyle(e);
+                         return e.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); };
+    const out = [];
+    for (const img of document.querySelectorAll('article figure img, article .tx-explorer-frame img')) {
+        try { await img.decode(); } catch (e) {}
+        const explorer = img.closest('.tx-explorer');
+        const box = explorer || img.parentElement;
+        const figure = img.closest('figure');
+        out.push({id: (figure && figure.id) || img.currentSrc.slice(-40), explorer: !!explorer,
+                  natural: img.naturalWidth, box: inner(box),
+                  shown: img.checkVisibility() ? img.getBoundingClientRect().width : null});
+    }
+    return out;
+}"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_figures_and_explorer_frames_fit_their_box(visits, docname):
+    """Drawn no wider than the box, so shown at its own size: not cut, scrolled or shrunk."""
+    images = visits(docname).page.evaluate(IMAGE_BOXES_JS)
+    wide = [i for i in images if i["natural"] > i["box"] + 0.5 or (i["shown"] or 0) > i["box"] + 0.5]
+    assert not wide, "images wider than their box: " + "; ".join(sorted({
+        f"{i['id']}{' (explorer frame)' if i['explorer'] else ''} drawn {i['natural']} px in {i['box']:.0f}"
+        + (f", shown {i['shown']:.0f}" if i["shown"] is not None else "") for i in wide}))
+
+
+TABLES_JS = """() => [...document.querySelectorAll('article table')].filter(t => t.checkVisibility()).map(t => {
+    const box = t.closest('.pst-scrollable-table-container') || t.parentElement;
+    return {head: t.querySelector('tr').textContent.trim().replace(/\\s+/g, ' ').slice(0, 60),
+            width: t.getBoundingClientRect().width, box: box.clientWidth};
+})"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_tables_fit_the_column(visits, docname):
+    tables = visits(docname).page.evaluate(TABLES_JS)
+    wide = [t for t in tables if t["width"] > t["box"] + 1]
+    assert not wide, "tables wider than the column: " + "; ".join(
+        f"'{t['head']}' {t['width']:.0f} px in {t['box']:.0f}" for t in wide)
