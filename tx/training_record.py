@@ -94,12 +94,8 @@ def _key(name: str, model: nn.Module, arguments: dict[str, Any]) -> str | None:
     return digest.hexdigest()[:32]
 
 
-def _replayable(signature: inspect.Signature, model: Any, args: tuple, kwargs: dict) -> bool:
+def _replayable(model: Any, arguments: dict[str, Any]) -> bool:
     """Only a plain run in one process: no saved or resumed state, no time budget."""
-    try:
-        arguments = signature.bind(model, *args, **kwargs).arguments
-    except TypeError:
-        return False  # the function itself will say what is wrong
     if any(arguments.get(k) is not None for k in ("resume", "save", "seconds")):
         return False
     if getattr(arguments.get("config"), "minutes", None) is not None:
@@ -134,11 +130,16 @@ def recorded(fit: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]
     @functools.wraps(fit)
     def run(model: nn.Module, *args: Any, **kwargs: Any) -> dict[str, Any]:
         record, replay = os.environ.get(RECORD), os.environ.get(REPLAY)
-        if not (record or replay) or not _replayable(signature, model, args, kwargs):
+        if not (record or replay):
             return fit(model, *args, **kwargs)
-        bound = signature.bind(model, *args, **kwargs)
+        try:
+            bound = signature.bind(model, *args, **kwargs)
+        except TypeError:
+            return fit(model, *args, **kwargs)  # the function itself says what is wrong
         bound.apply_defaults()
         arguments = bound.arguments
+        if not _replayable(model, arguments):
+            return fit(model, *args, **kwargs)
         callback, progress = arguments.pop("callback", None), arguments.pop("progress", None)
         arguments.pop(next(iter(signature.parameters)))  # the model: keyed by its weights below
         key = _key(f"{fit.__module__}.{fit.__qualname__}", model, arguments)
