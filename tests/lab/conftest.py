@@ -35,10 +35,13 @@ from notebook_tools import CHAPTERS, ROOT  # noqa: E402
 from sitekit import CHROMIUM_ARGS, chromium_path  # noqa: E402
 
 # JupyterLab's own settings for this server (user_settings_dir): every cell in the page, so the
-# tests see each cell's output (the default windowing leaves far-off cells out of the DOM), and
-# no news or update toast over the notebook.
+# tests see each cell's output (the default windowing leaves far-off cells out of the DOM); no
+# autosave, so the file a test reads is the one its own File > Save wrote (an autosave that
+# begins while the last cell runs lands after it and clears the dirty mark; the likeliest cause
+# of CI's 2026-11-24 chapter 6 saved with a code cell never run); no news or update toast.
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false", "checkForUpdates": False,
     },

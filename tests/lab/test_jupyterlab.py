@@ -112,17 +112,30 @@ def run_all(page) -> None:
 
 
 def save(page, lab, name: str) -> dict:
-    """File > Save Notebook; the notebook as JupyterLab wrote it, outputs and all."""
+    """File > Save Notebook; the notebook as JupyterLab wrote it, outputs and all.
+
+    Waits for this save's own write, not only for the tab to lose its dirty mark: a save that
+    started before the last cell finished (JupyterLab's autosave, which conftest.py turns off)
+    clears the mark when it lands, and the file it wrote lacks the last cells' results.
+    """
+    path = lab.root / name
+    before = path.stat().st_mtime_ns
     page.get_by_role("menuitem", name="File", exact=True).click()
     page.get_by_role("menuitem", name=re.compile(r"^Save Notebook")).first.click()
+    deadline = time.monotonic() + 30
+    while path.stat().st_mtime_ns == before:
+        assert time.monotonic() < deadline, "File > Save Notebook wrote nothing in 30 s"
+        time.sleep(0.2)
     page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')", timeout=30_000)
-    return json.loads((lab.root / name).read_text(encoding="utf-8"))
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def check_run_all(saved: dict, page) -> None:
     """Run All reached the end; every check shows its hint alone; nothing else failed."""
     code = [c for c in saved["cells"] if c["cell_type"] == "code"]
-    assert all(c["execution_count"] is not None for c in code), "Run All stopped before the end"
+    not_run = [f"code cell {i}: {''.join(c['source']).splitlines()[0]}"
+               for i, c in enumerate(code) if c["execution_count"] is None]
+    assert not not_run, f"Run All stopped before the end; not run: {not_run}"
     checks = [c for c in code if "check" in c["metadata"].get("tags", [])]
     assert checks and all("raises-exception" in c["metadata"]["tags"] for c in checks)
     for cell in checks:
