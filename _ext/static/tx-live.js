@@ -194,21 +194,36 @@
   var runtime = null;
   var models = {};
 
+  // onnxruntime-web's WebAssembly binary is served gzip-compressed (make vendor writes ort/*.wasm.gz:
+  // 3.7 MB instead of 14.2 MB, whatever the server does) and unpacked here with the browser's own
+  // DecompressionStream. A server that names the file's encoding (Content-Encoding: gzip) makes the
+  // browser unpack it already: then the bytes start with "\0asm" and are used as they are.
+  var RUNTIME_WASM = "ort/ort-wasm-simd-threaded.wasm.gz";
+
+  function unpacked(buffer) {
+    var head = new Uint8Array(buffer, 0, 2);
+    if (head[0] !== 0x1f || head[1] !== 0x8b) return buffer;
+    return new Response(new Blob([buffer]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+  }
+
   function loadRuntime() {
     if (!runtime) {
-      runtime = new Promise(function (resolve, reject) {
-        var script = document.createElement("script");
-        script.src = new URL("ort/ort.wasm.min.js", STATIC).href;
-        script.onload = function () {
-          var ort = window.ort;
-          ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href; // the site's own copy
-          ort.env.wasm.numThreads = 1; // threads need cross-origin isolation, and were slower here
-          ort.env.logLevel = "error";
-          resolve(ort);
-        };
-        script.onerror = function () { reject(new Error("could not load the ONNX runtime (ort/ort.wasm.min.js)")); };
-        document.head.appendChild(script);
+      var script = new Promise(function (resolve, reject) {
+        var tag = document.createElement("script");
+        tag.src = new URL("ort/ort.wasm.min.js", STATIC).href;
+        tag.onload = function () { resolve(window.ort); };
+        tag.onerror = function () { reject(new Error("could not load the ONNX runtime (ort/ort.wasm.min.js)")); };
+        document.head.appendChild(tag);
       });
+      runtime = Promise.all([script, fetchOk(new URL(RUNTIME_WASM, STATIC)).then(unpacked)]).then(function (got) {
+        var ort = got[0];
+        ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href; // the site's own copy of its .mjs
+        ort.env.wasm.wasmBinary = got[1]; // the binary, fetched and unpacked above
+        ort.env.wasm.numThreads = 1; // threads need cross-origin isolation, and were slower here
+        ort.env.logLevel = "error";
+        return ort;
+      });
+      runtime.catch(function () { runtime = null; }); // a later try starts again
     }
     return runtime;
   }
@@ -233,6 +248,33 @@
            MB(bytes.runtime) + "), once…";
   }
 
+  // Under each block's form, before anything is fetched: what its first use downloads. A note goes
+  // once its model is loaded, and counts the model alone once another block has loaded the runtime.
+  var notes = [], loaded = {};
+  function addSizeNote(block, use) { // use: "translation", ...: what the reader asks for
+    var p = document.createElement("p");
+    p.className = "tx-live-size";
+    block.querySelector(".tx-live-form").after(p);
+    notes.push({ p: p, name: block.getAttribute("data-model"), use: use });
+    refreshSizeNotes();
+  }
+  function refreshSizeNotes() {
+    var bytes = window.txLiveBytes || {};
+    notes.forEach(function (n) {
+      var model = bytes[n.name];
+      n.p.hidden = !model || !bytes.runtime || !!loaded[n.name];
+      if (n.p.hidden) return;
+      n.p.textContent = loaded.runtime ?
+        "Your first " + n.use + " downloads this model, " + MB(model) + ", once." :
+        "Your first " + n.use + " downloads " + MB(model + bytes.runtime) + ", once: the model (" + MB(model) +
+        ") and the ONNX runtime that runs it in the page (" + MB(bytes.runtime) + ").";
+    });
+  }
+  function markLoaded(name, promise) { // promise: the model's; its runtime is loaded when it resolves
+    promise.then(function () { loaded[name] = loaded.runtime = true; refreshSizeNotes(); }, function () {});
+    return promise;
+  }
+
   function loadModel(name) {
     if (!models[name]) {
       var base = new URL("tx-live/" + name + "/", STATIC);
@@ -249,6 +291,7 @@
           });
         });
       models[name].catch(function () { delete models[name]; }); // a later try starts again
+      markLoaded(name, models[name]);
     }
     return models[name];
   }
@@ -268,6 +311,7 @@
           });
         });
       models[name].catch(function () { delete models[name]; });
+      markLoaded(name, models[name]);
     }
     return models[name];
   }
@@ -410,6 +454,7 @@
     var last = null;
     addDecodingMenu(form);
     if (unavailable(block)) return;
+    addSizeNote(block, "translation");
 
     function redraw() {
       if (!last) return;
@@ -478,7 +523,11 @@
       "model. Serve the site instead: run `make serve` in the book's folder (or " +
       "`python -m http.server -d _build/html`) and open this page at http://localhost:8000/." :
       typeof WebAssembly === "undefined" ?
-      "This browser does not run WebAssembly (or has it switched off), which the model needs here." : "";
+      "This browser does not run WebAssembly (or has it switched off), which the model needs here." :
+      typeof DecompressionStream === "undefined" ?
+      "This browser cannot unpack the compressed ONNX runtime (it lacks DecompressionStream, which every " +
+      "browser has had since 2023); a newer browser runs the model here." : "";
+
     if (why) {
       block.querySelector(".tx-live-status").textContent = why;
       block.setAttribute("data-live-state", "unavailable");
@@ -507,6 +556,7 @@
 
   function setUpGenerate(block) {
     if (unavailable(block)) return;
+    addSizeNote(block, "continuation");
     var form = block.querySelector(".tx-live-form"), status = block.querySelector(".tx-live-status");
     var output = block.querySelector("[data-live-output]");
     var maxNew = Number(block.getAttribute("data-max-new-tokens"));
@@ -598,6 +648,7 @@
 
   function setUpClassify(block) {
     if (unavailable(block)) return;
+    addSizeNote(block, "classification");
     var form = block.querySelector(".tx-live-form"), status = block.querySelector(".tx-live-status");
     var output = block.querySelector("[data-live-output]"), box = block.querySelector(".tx-live-map");
     var canvas = block.querySelector("canvas"), ctx = canvas.getContext("2d");
