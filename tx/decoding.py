@@ -21,10 +21,10 @@ from .checks import check_float, check_int, check_tensor
 
 __all__ = ["greedy_decode", "beam_search", "normalised_score", "Hypothesis", "output_limit", "LENGTH_MARGIN"]
 
-# Tokens a translation may write beyond its source's length. The paper stops at "input length
-# + 50" (Vaswani et al., 2017, section 6.1) for news sentences of dozens of tokens; the book's
-# sentences are a few tokens long, and no reference in either corpus (the grammar's, or
-# Tatoeba's for chapter 12) is more than 8 tokens longer than its French.
+#: Tokens a translation may write beyond its source's length (:func:`output_limit`). The paper
+#: stops at "input length + 50" (Vaswani et al., 2017, section 6.1) for news sentences of dozens
+#: of tokens; the book's sentences are a few tokens long, and no reference in either corpus (the
+#: grammar's, or Tatoeba's for chapter 12) is more than 8 tokens longer than its French.
 LENGTH_MARGIN = 10
 
 
