@@ -19,8 +19,10 @@ NPM_DIR := _build/npm
 VENDOR  := _build/vendor
 VENDOR_STAMP := $(VENDOR)/.installed
 HTML_MANAGER := $(NPM_DIR)/node_modules/@jupyter-widgets/html-manager/dist
-# onnxruntime-web for the live models (tx/live.py): its WebAssembly build only, one thread.
+# onnxruntime-web for the live models (tx/live.py): its WebAssembly build only, one thread. Its
+# 14 MB binary is served gzip-compressed (3.7 MB, whatever the server), which tx-live.js unpacks.
 ORT := $(NPM_DIR)/node_modules/onnxruntime-web
+ORT_WASM_GZ := $(VENDOR)/ort/ort-wasm-simd-threaded.wasm.gz
 # tokenizers.js reads a Hugging Face tokenizer.json: the real model's subwords (tx.subwords).
 TOKENIZERS := $(NPM_DIR)/node_modules/@huggingface/tokenizers
 # The live models: the checkpoints exported to ONNX at build time (tx/export.py), served
@@ -93,7 +95,7 @@ lock:
 WHEEL_DIR := _build/wheel
 
 ## book: build the website into _build/html (executes every notebook)
-book: $(STAMP) $(VENDOR_STAMP) $(LIVE_STAMP)
+book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 	rm -rf _build/html _build/jupyter_execute $(WHEEL_DIR)
 	# The learner zip carries tx as a wheel (checkpoints included), built offline by the venv's
 	# setuptools from a copy of the package, so no build/ or egg-info lands in the book's folder.
@@ -140,7 +142,7 @@ notebooks: $(STAMP)
 	$(PARALLEL) $(BIN)/pytest --nbval-lax chapters -n $(WORKERS) --dist loadscope -q
 
 ## vendor: install the site's scripts with npm and copy them to _build/vendor
-vendor: $(VENDOR_STAMP)
+vendor: $(VENDOR_STAMP) $(ORT_WASM_GZ)
 
 $(VENDOR_STAMP): package.json package-lock.json
 	rm -rf $(NPM_DIR) $(VENDOR)
@@ -153,11 +155,16 @@ $(VENDOR_STAMP): package.json package-lock.json
 	cp $(HTML_MANAGER)/embed-amd.js $(HTML_MANAGER)/*.woff2 $(HTML_MANAGER)/*.woff \
 	   $(HTML_MANAGER)/*.ttf $(HTML_MANAGER)/*.eot $(HTML_MANAGER)/*.svg $(VENDOR)/widgets/
 	mkdir -p $(VENDOR)/ort
-	cp $(ORT)/dist/ort.wasm.min.js $(ORT)/dist/ort-wasm-simd-threaded.mjs $(ORT)/dist/ort-wasm-simd-threaded.wasm \
-	   $(VENDOR)/ort/
+	cp $(ORT)/dist/ort.wasm.min.js $(ORT)/dist/ort-wasm-simd-threaded.mjs $(VENDOR)/ort/
 	mkdir -p $(VENDOR)/tokenizers
 	cp $(TOKENIZERS)/dist/tokenizers.min.mjs $(TOKENIZERS)/LICENSE $(VENDOR)/tokenizers/
 	touch $@
+
+# A rule of its own, so that a _build/vendor installed before the page read the compressed binary gets it.
+$(ORT_WASM_GZ): $(VENDOR_STAMP)
+	rm -f $(VENDOR)/ort/ort-wasm-simd-threaded.wasm
+	gzip -9 -n -c $(ORT)/dist/ort-wasm-simd-threaded.wasm > $@.tmp
+	mv $@.tmp $@
 
 ## live-models: export the live blocks' checkpoints to ONNX (python -m tx.export) into _build/live
 live-models: $(LIVE_STAMP)

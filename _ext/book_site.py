@@ -19,7 +19,8 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 * Serves the live models (``tx/live.py``): ``make live-models`` exports the checkpoints to
   ``_build/live/tx-live/NAME/`` (``tx/export.py``), served as ``_static/tx-live/NAME/``;
   onnxruntime-web comes from ``make vendor`` as ``_static/ort/``, and every page loads
-  ``static/tx-live.js``, which fetches those only when a reader uses a live block. Models
+  ``static/tx-live.js``, which fetches those only when a reader uses a live block (and says
+  beforehand how many bytes, ``live_download_bytes``). Models
   trained in a chapter are exported there by the chapter itself, as the build runs it
   (``TX_LIVE_DIR``, read by ``tx.live``).
 * Links to the repository only where ``repository.url`` names one: then the header gets a
@@ -266,18 +267,23 @@ def equation_numbers_in_code(app: Sphinx, doctree: nodes.document, docname: str)
         block.children = [nodes.Text(shown)]
 
 
-# onnxruntime-web's WebAssembly build as tx-live.js loads it (make vendor copies it to _static/ort/)
-LIVE_RUNTIME_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+# onnxruntime-web's WebAssembly build as tx-live.js loads it (make vendor copies it to _static/ort/,
+# the 14 MB binary gzip-compressed, which the page unpacks)
+LIVE_RUNTIME_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm.gz")
+# what a subword model's block loads besides its own files: tokenizers.js (make vendor copies it)
+LIVE_TOKENIZER_FILE = Path("tokenizers") / "tokenizers.min.mjs"
 
 
 def live_download_bytes(vendor: Path, live: Path) -> dict[str, int]:
     """What a live block's first use downloads: ``{"runtime": bytes, MODEL: bytes, ...}``.
 
     A model's bytes are its manifest and the files it names (graphs, vocabularies), as
-    tx-live.js fetches them; the runtime's are onnxruntime-web's files, fetched once a page.
+    tx-live.js fetches them, and for a subword vocabulary tokenizers.js; the runtime's are
+    onnxruntime-web's files, fetched once a page.
     """
     sizes = {"runtime": sum((vendor / "ort" / f).stat().st_size for f in LIVE_RUNTIME_FILES
                             if (vendor / "ort" / f).is_file())}
+    tokenizer = vendor / LIVE_TOKENIZER_FILE
     for manifest_path in sorted(live.glob("tx-live/*/manifest.json")):
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         files = [*manifest.get("files", {}).values(), *(manifest.get("vocab_files") or [])]
@@ -285,6 +291,8 @@ def live_download_bytes(vendor: Path, live: Path) -> dict[str, int]:
             files.append("vocab.json")
         sizes[manifest_path.parent.name] = manifest_path.stat().st_size + sum(
             (manifest_path.parent / f).stat().st_size for f in files if (manifest_path.parent / f).is_file())
+        if manifest.get("vocab_kind") == "bpe" and tokenizer.is_file():
+            sizes[manifest_path.parent.name] += tokenizer.stat().st_size
     return sizes
 
 

@@ -75,15 +75,25 @@ def test_live_download_bytes_count_what_a_block_fetches(book_site, tmp_path):
 
     ort = tmp_path / "vendor" / "ort"
     ort.mkdir(parents=True)
+    # the page fetches the binary gzip-compressed; the uncompressed one is not fetched
     for name, size in [("ort.wasm.min.js", 10), ("ort-wasm-simd-threaded.mjs", 20),
-                       ("ort-wasm-simd-threaded.wasm", 300), ("ort.all.min.js", 9999)]:
+                       ("ort-wasm-simd-threaded.wasm.gz", 300), ("ort-wasm-simd-threaded.wasm", 1200),
+                       ("ort.all.min.js", 9999)]:
         (ort / name).write_bytes(b"x" * size)
-    words = tmp_path / "live" / "tx-live" / "words"
+    (tmp_path / "vendor" / "tokenizers").mkdir()
+    (tmp_path / "vendor" / "tokenizers" / "tokenizers.min.mjs").write_bytes(b"x" * 40)
+    words, pieces = tmp_path / "live" / "tx-live" / "words", tmp_path / "live" / "tx-live" / "pieces"
     words.mkdir(parents=True)
+    pieces.mkdir(parents=True)
     (words / "manifest.json").write_text(json.dumps({"files": {"encoder": "e.onnx", "decoder": "d.onnx"},
                                                      "vocab_kind": "word"}))
     for name, size in [("e.onnx", 1000), ("d.onnx", 2000), ("vocab.json", 50), ("unused.bin", 7777)]:
         (words / name).write_bytes(b"x" * size)
+    (pieces / "manifest.json").write_text(json.dumps({"files": {"encoder": "e.onnx", "decoder": "d.onnx"},
+                                                      "vocab_kind": "bpe", "vocab_files": ["s.json", "t.json"]}))
+    for name, size in [("e.onnx", 100), ("d.onnx", 200), ("s.json", 5), ("t.json", 6)]:
+        (pieces / name).write_bytes(b"x" * size)
     sizes = book_site.live_download_bytes(tmp_path / "vendor", tmp_path / "live")
-    manifest = (words / "manifest.json").stat().st_size
-    assert sizes == {"runtime": 330, "words": manifest + 3050}  # no file the block does not fetch
+    manifest, bpe_manifest = (words / "manifest.json").stat().st_size, (pieces / "manifest.json").stat().st_size
+    # no file the block does not fetch; a subword model's block fetches tokenizers.js as well
+    assert sizes == {"runtime": 330, "words": manifest + 3050, "pieces": bpe_manifest + 311 + 40}

@@ -219,3 +219,15 @@ def test_translate_passes_the_penalty_form_on():
     bos, eos = corpus.tgt_vocab.bos_id, corpus.tgt_vocab.eos_id
     expected = tx.beam_search(model, src, 3, 6, bos, eos, length_penalty=5.0, penalty_form="gnmt")
     assert gnmt == [corpus.tgt_vocab.decode(hyps[0][0]) for hyps in expected]
+
+
+def test_output_limit_is_the_source_length_plus_the_margin_within_the_model():
+    from tx.decoding import LENGTH_MARGIN, output_limit
+
+    assert output_limit(5, 63) == 5 + LENGTH_MARGIN
+    assert output_limit(5, 63, margin=0) == 5 and output_limit(60, 63, margin=10) == 63
+    assert output_limit(5, 63, margin=None) == 63  # no margin: the model's positions alone
+    with pytest.raises(ValueError, match="margin"):
+        output_limit(5, 63, margin=-1)
+    with pytest.raises(ValueError, match="src_len"):
+        output_limit(0, 63)

@@ -66,3 +66,29 @@ def test_subword_output_is_compared_cased(monkeypatch):
     assert scores["exact_match"] == pytest.approx(2 / 3)  # case counts; the double space does not
     _fixed_translations(monkeypatch, refs)
     assert tx.evaluate.evaluate(model, pairs, vocab, vocab)["bleu"] == pytest.approx(100.0)
+
+
+def test_a_length_margin_stops_each_sentence_at_its_source_s_length_plus_the_margin():
+    """The book's model never ends a sentence whose words it mostly does not know ("j'habite à paris":
+    'i i i ...' to the model's 63 positions); with a margin it stops at 5 + margin, and each sentence of a
+    batch at its own limit, as if it were decoded alone with that limit."""
+    import torch
+
+    from tx.decoding import output_limit
+
+    ck = tx.checkpoint.load()
+    sentences = ["j'habite à paris", "je suis étudiant", "le chien mange la pizza", "merci",
+                 "nous ne prenons pas les sacs rouges"]
+    free = tx.evaluate.translate(ck.model, sentences, ck.src_vocab, ck.tgt_vocab)
+    assert len(free[0].split()) == ck.model.config.max_len - 1  # what readers met: it never writes <eos>
+    for beam_size in (1, 3):
+        cut = tx.evaluate.translate(ck.model, sentences, ck.src_vocab, ck.tgt_vocab, beam_size=beam_size,
+                                    length_margin=2, batch_size=2)
+        alone = []
+        for s in sentences:
+            src = torch.tensor([ck.src_vocab.encode(s, add_bos=False)])
+            limit = output_limit(src.size(1), ck.model.config.max_len - 1, 2)
+            alone += tx.evaluate.translate(ck.model, [s], ck.src_vocab, ck.tgt_vocab, beam_size=beam_size, max_len=limit)
+        assert cut == alone
+    greedy = tx.evaluate.translate(ck.model, sentences, ck.src_vocab, ck.tgt_vocab, length_margin=2)
+    assert len(greedy[0].split()) == 7 and greedy[1:] == free[1:]  # sentences that end are untouched

@@ -27,7 +27,9 @@ def test_the_block_carries_what_the_page_script_and_the_tests_read():
     assert page.count("data-live-output") == 1
     assert '<form class="tx-live-form" hidden>' in page  # no control that does nothing without the script
     ck = tx.checkpoint.load(BOOK_MODEL)
-    assert block.translations == tx.evaluate.translate(ck.model, examples, ck.src_vocab, ck.tgt_vocab)
+    # decoded as the page decodes: at most the source's length + the margin tx.export writes in the manifest
+    assert block.translations == tx.evaluate.translate(ck.model, examples, ck.src_vocab, ck.tgt_vocab,
+                                                       length_margin=tx.decoding.LENGTH_MARGIN)
     assert "<i>je suis étudiant</i> → i am a student" in page  # what Jupyter shows
     assert f"The {len(ck.src_vocab) - 4} French words" in page and ", étudiant," in page
     assert page.count('<option value="') == len(examples) + ck.model.config.n_layers + ck.model.config.n_heads + 1
@@ -52,11 +54,12 @@ def test_a_missing_checkpoint_is_named(tmp_path):
         tx.live.translator(tmp_path / "nope.safetensors", examples=["merci"])
 
 
-def _node(script: str, payload):
-    """Run ``script`` in Node with the page's tx-live.js as ``process.argv[1]`` and ``payload`` as JSON
-    on its standard input; what it writes to standard output, read as JSON."""
-    done = subprocess.run(["node", "-e", script, str(LIVE_JS)], input=json.dumps(payload),
-                          capture_output=True, text=True, check=True)
+def _node(script: str, payload, *args: str):
+    """Run ``script`` in Node with the page's tx-live.js as ``process.argv[1]`` (``args`` after it) and
+    ``payload`` as JSON on its standard input; what it writes to standard output, read as JSON."""
+    done = subprocess.run(["node", "-e", script, str(LIVE_JS), *args], input=json.dumps(payload),
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
 
@@ -100,14 +103,117 @@ def test_the_page_subword_tokenizer_gives_tx_subwords_ids_and_text(tmp_path):
               "const [src, tgt] = [process.argv[3], process.argv[4]].map(p => new BpeVocab(Tokenizer, read(p)));"
               "const input = JSON.parse(fs.readFileSync(0, 'utf8')), m = {eos_id: 2, bos_id: 1, pad_id: 0};"
               "process.stdout.write(JSON.stringify({enc: input.french.map(t => src.encode(t)),"
-              " dec: input.ids.map(i => tgt.decode(i, m)), pieces: input.ids.map(i => tgt.tokens(i))}));")
+              " dec: input.ids.map(i => tgt.decode(i, m)), pieces: input.ids.map(i => tgt.tokens(i)),"
+              " unknown: input.french.map(t => src.unknown(t, 3))}));")
     done = subprocess.run(["node", "-e", script, str(LIVE_JS), str(TOKENIZERS_JS), str(tmp_path / "src.json"),
                            str(tmp_path / "tgt.json")], input=json.dumps({"french": french, "ids": ids}),
                           capture_output=True, text=True, check=True)
     got = json.loads(done.stdout)
     assert got["enc"] == [ck.src_vocab.encode(t, add_bos=False, add_eos=False) for t in french]
+    assert got["unknown"] == [_unknown_characters(ck.src_vocab, t) for t in french]
+    assert got["unknown"][-2:] == [["日", "本"], []]  # characters no piece spells
     assert got["dec"] == [ck.tgt_vocab.decode(i) for i in ids]
     assert got["pieces"] == [ck.tgt_vocab.tokens(i) for i in ids]
+
+
+def _unknown_characters(vocab, text: str) -> list[str]:
+    """The characters of ``text`` a subword vocabulary has no piece for (each encodes as <unk>), each once."""
+    found = [c for c in unicodedata.normalize("NFC", text) if not c.isspace()
+             and vocab.unk_id in vocab.encode(c, add_bos=False, add_eos=False)]
+    return list(dict.fromkeys(found))
+
+
+# ---------------------------------------------------------------- the page's translate path, in Node
+ORT_WEB = Path(__file__).resolve().parents[1] / "_build" / "npm" / "node_modules" / "onnxruntime-web"
+needs_ort_web = pytest.mark.skipif(shutil.which("node") is None or not ORT_WEB.is_dir(),
+                                   reason="Node.js or onnxruntime-web is missing (make vendor installs it)")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (make vendor needs it too)")
+def test_the_page_stops_a_translation_where_tx_decoding_output_limit_does():
+    from tx.decoding import output_limit
+
+    cases = [(n, cap, margin) for n in range(1, 70) for cap in (1, 5, 63) for margin in (None, 0, 3, 10)]
+    script = ("const {outputLimit} = require(process.argv[1]);"
+              "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "process.stdout.write(JSON.stringify(cases.map(c => outputLimit(...c))));")
+    assert _node(script, cases) == [output_limit(*c) for c in cases]
+
+
+TRANSLATE_IN_NODE = """
+const live = require(process.argv[1]), ort = require(process.argv[2]), dir = process.argv[3];
+const fs = require('fs'), path = require('path'), read = f => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+ort.env.wasm.numThreads = 1;
+ort.env.logLevel = 'error';
+(async () => {
+  const input = JSON.parse(fs.readFileSync(0, 'utf8')), v = read('vocab.json');
+  const session = f => ort.InferenceSession.create(path.join(dir, f), {executionProviders: ['wasm']});
+  const model = {ort, manifest: read('manifest.json'), src: new live.WordVocab(v.src_itos), tgt: new live.WordVocab(v.tgt_itos),
+                 encoder: await session('encoder.onnx'), decoder: await session('decoder.onnx')};
+  const out = [];
+  for (const [text, decoding] of input) {
+    const r = await live.translate(model, text, decoding);
+    out.push({srcIds: r.srcIds, pieces: r.srcPieces, unknown: r.unknown, ys: r.ys, limit: r.limit, ended: r.ended, text: r.text});
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch(e => { console.error(e); process.exit(1); });
+"""
+NODE_SENTENCES = [  # what readers typed (issue 24), punctuation, capitals, elisions, and the test split
+    "j'habite à paris",  # tx never writes <eos>: 63 times "i" before the page had a limit
+    "le chien mange la pizza",  # "the dog eats the tomato": pizza is <unk>
+    "Le chien mange la pizza.",
+    "Je suis étudiant.",
+    "L’homme n'aime pas les chats noirs !",
+    "bonjour Zoé, ça va ?",
+    "elle n'aime pas les chiens ; il aime les chats",
+    "« merci » , dit-il...",
+    "xyz abc def ghi",
+    *[fr for fr, _ in tx.data.load_corpus().test[:8]],
+]
+
+
+@pytest.fixture(scope="module")
+def book_export(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fr_en_small")
+    tx.export.export(BOOK_MODEL, out)
+    return out
+
+
+@needs_ort_web
+def test_the_page_translates_reads_and_stops_as_tx_does(book_export):
+    """translate() of tx-live.js, run by onnxruntime-web in Node on the exported graphs: tx's ids, the reader's
+    tokens and the unknown ones, tx.evaluate.translate's sentence with the manifest's length margin (greedy
+    and beam search), and a limit tied to the source where the model never writes <eos>."""
+    import torch
+
+    from tx.decoding import output_limit
+
+    ck = tx.checkpoint.load(BOOK_MODEL)
+    manifest = json.loads((book_export / "manifest.json").read_text())
+    margin, cap = manifest["length_margin"], manifest["max_new_tokens"]
+    assert margin == tx.decoding.LENGTH_MARGIN and cap == ck.model.config.max_len - 1
+    cases = [(s, "greedy") for s in NODE_SENTENCES] + [(s, "beam") for s in NODE_SENTENCES[:6]]
+    got = _node(TRANSLATE_IN_NODE, cases, str(ORT_WEB), str(book_export))
+    v = ck.tgt_vocab
+    for (sentence, decoding), page in zip(cases, got):
+        src_ids = ck.src_vocab.encode(sentence, add_bos=False)
+        limit = output_limit(len(src_ids), cap, margin)
+        src = torch.tensor([src_ids])
+        if decoding == "greedy":
+            ys = tx.greedy_decode(ck.model, src, limit, v.bos_id, v.eos_id)[0].tolist()
+            english, = tx.evaluate.translate(ck.model, [sentence], ck.src_vocab, v, length_margin=margin)
+        else:
+            (tokens, _), = tx.beam_search(ck.model, src, 4, limit, v.bos_id, v.eos_id, 0.6, penalty_form="gnmt")[0]
+            ys, english = tokens.tolist(), v.decode(tokens)
+        assert page["srcIds"] == src_ids and page["pieces"] == [*tokenize(sentence), "<eos>"], sentence
+        assert page["unknown"] == list(dict.fromkeys(w for w in tokenize(sentence) if w not in ck.src_vocab)), sentence
+        assert page["limit"] == limit and page["ys"] == ys and page["text"] == english, (sentence, decoding, page)
+        assert page["ended"] == (v.eos_id in ys), sentence
+    lost, pizza, full_stop = got[0], got[1], got[3]
+    assert not lost["ended"] and lost["limit"] == 5 + margin < cap  # stopped by the source's length, not at 63
+    assert lost["text"] == " ".join(["i"] * lost["limit"])
+    assert pizza["unknown"] == ["pizza"] and pizza["text"] == "the dog eats the tomato"  # invented: the page says so
+    assert full_stop["unknown"] == ["."] and full_stop["pieces"][-2:] == [".", "<eos>"]  # a token of its own, as tx
 
 
 # ---------------------------------------------------------------- blocks of models trained in a chapter
@@ -138,6 +244,9 @@ def test_the_generator_block_shows_tx_s_greedy_continuations_and_writes_nothing_
     page = block.to_html()
     assert 'data-live-model="generate"' in page and 'data-model="lm_test"' in page and 'data-max-new-tokens="5"' in page
     assert page.count("data-live-output") == 1 and '<form class="tx-live-form" hidden>' in page
+    assert page.count('name="layer"') == page.count('name="head"') == 1 and 'class="tx-live-map"' in page  # the attention
+    # the examples, the four sampling choices, the layers, the mean of the heads and each head
+    assert page.count("<option value=") == 2 + 4 + model.config.n_layers + 1 + model.config.n_heads
     assert f"The {len(vocab) - 4} English words" in page and "she is -> " in block._repr_mimebundle_()["text/plain"]
     assert block.exported == [] and not any(tmp_path.iterdir())
 
@@ -317,3 +426,55 @@ def test_the_page_tidies_typed_text_as_tx_subwords_does():
     assert not {c for c in moved if ord(c) < 0x180}, sorted(moved)[:10]
     wrong = [(t, tidy_typed(t), g) for t, g in zip(texts, got) if tidy_typed(t) != g and not set(t) & moved]
     assert len(got) == len(texts) and not wrong, wrong[:5]
+
+
+GENERATE_IN_NODE = """
+const live = require(process.argv[1]), ort = require(process.argv[2]), dir = process.argv[3];
+const fs = require('fs'), path = require('path'), read = f => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+ort.env.wasm.numThreads = 1;
+ort.env.logLevel = 'error';
+(async () => {
+  const input = JSON.parse(fs.readFileSync(0, 'utf8'));
+  const model = {ort, manifest: read('manifest.json'), vocab: new live.WordVocab(read('vocab.json').itos),
+                 session: await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {executionProviders: ['wasm']})};
+  const out = [];
+  for (const prompt of input.prompts) {
+    const r = await live.continuePrompt(model, prompt, 'greedy', 0, input.maxNew);
+    out.push({ids: r.ids, prompt: r.prompt, pieces: r.pieces, unknown: r.unknown,
+              mean: live.writtenAttention(r.self, input.layer, 'mean', r.prompt),
+              head: live.writtenAttention(r.self, 0, '1', r.prompt)});
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch(e => { console.error(e); process.exit(1); });
+"""
+
+
+@needs_ort_web
+def test_the_page_draws_the_causal_attention_of_the_words_the_language_model_wrote(small_lm, tmp_path):
+    """continuePrompt and writtenAttention of tx-live.js in Node: tx.generate's words, and for each word written
+    (one row) tx's self-attention over <bos>, the prompt and the words before it, zero on the words after."""
+    import torch
+
+    from tx.export import export_language_model
+
+    model, vocab = small_lm
+    model.eval()
+    export_language_model(model, vocab, tmp_path, "lm_test")
+    prompts, last = ["she is", "we do not like the", "Zoé is"], model.config.n_layers - 1
+    got = _node(GENERATE_IN_NODE, {"prompts": prompts, "maxNew": 6, "layer": last}, str(ORT_WEB), str(tmp_path))
+    for prompt, page in zip(prompts, got):
+        start = vocab.encode(prompt, add_eos=False)
+        ys = tx.generate(model, torch.tensor([start]), 6, temperature=0, eos_id=vocab.eos_id)[0].tolist()
+        assert page["ids"] == ys and page["prompt"] == len(start), prompt
+        assert page["pieces"] == ["<bos>", *tokenize(prompt)]
+        assert page["unknown"] == [w for w in tokenize(prompt) if w not in vocab]
+        with torch.no_grad(), model.recording_attention() as maps:
+            model(torch.tensor([ys[:-1]]))  # the last step's run: every token but the last written
+        rows = slice(len(start) - 1, len(ys) - 1)  # the positions that wrote ys[len(start):]
+        mean = maps[f"layers.layers.{last}.self_attn"][0].mean(0)[rows].double()  # [written, T]
+        head = maps["layers.layers.0.self_attn"][0, 1][rows].double()
+        torch.testing.assert_close(torch.tensor(page["mean"], dtype=torch.float64), mean, atol=1e-5, rtol=0)
+        torch.testing.assert_close(torch.tensor(page["head"], dtype=torch.float64), head, atol=1e-5, rtol=0)
+        assert torch.tensor(page["mean"]).triu(len(start)).abs().max() == 0  # the future gets nothing
+    assert got[2]["unknown"] == ["zoé"]
+    assert torch.tensor(got[0]["mean"]).shape != torch.tensor(got[1]["mean"]).shape  # another prompt, another map

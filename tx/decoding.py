@@ -19,7 +19,13 @@ from torch import Tensor, nn
 
 from .checks import check_float, check_int, check_tensor
 
-__all__ = ["greedy_decode", "beam_search", "normalised_score", "Hypothesis"]
+__all__ = ["greedy_decode", "beam_search", "normalised_score", "Hypothesis", "output_limit", "LENGTH_MARGIN"]
+
+#: Tokens a translation may write beyond its source's length (:func:`output_limit`). The paper
+#: stops at "input length + 50" (Vaswani et al., 2017, section 6.1) for news sentences of dozens
+#: of tokens; the book's sentences are a few tokens long, and no reference in either corpus (the
+#: grammar's, or Tatoeba's for chapter 12) is more than 8 tokens longer than its French.
+LENGTH_MARGIN = 10
 
 
 @contextmanager
@@ -103,6 +109,22 @@ def greedy_decode(
     # a normal tensor: inference-mode tensors cannot be fed back with
     # gradients on
     return ys.clone()
+
+
+def output_limit(src_len: int, max_len: int, margin: int | None = LENGTH_MARGIN) -> int:
+    """The most tokens to write after <bos> for a source of ``src_len`` tokens (its <eos> included).
+
+    ``src_len + margin``, as the paper's "input length + 50", and never more than ``max_len``
+    (the model's positions less <bos>); ``margin=None`` gives ``max_len`` whatever the source.
+    A model that meets a sentence it cannot read may never write <eos>: the limit keeps what it
+    writes instead about as long as what it read.
+    """
+    check_int("src_len", src_len, low=1)
+    check_int("max_len", max_len, low=1)
+    if margin is None:
+        return max_len
+    check_int("margin", margin, low=0)
+    return min(max_len, src_len + margin)
 
 
 @dataclass

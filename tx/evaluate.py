@@ -9,7 +9,7 @@ from torch import nn
 
 from . import data
 from .checks import check_finite_weights, check_int
-from .decoding import beam_search, greedy_decode
+from .decoding import beam_search, greedy_decode, output_limit
 
 __all__ = ["translate", "exact_match", "bleu", "evaluate"]
 
@@ -17,12 +17,14 @@ __all__ = ["translate", "exact_match", "bleu", "evaluate"]
 def translate(
     model: nn.Module, sentences: Sequence[str], src_vocab: data.Vocab, tgt_vocab: data.Vocab,
     beam_size: int = 1, max_len: int | None = None, length_penalty: float = 0.0, batch_size: int = 128,
-    penalty_form: str = "power",
+    penalty_form: str = "power", length_margin: int | None = None,
 ) -> list[str]:
     """Translate sentences with greedy decoding (``beam_size=1``) or beam search; returns strings.
 
     ``sentences`` is a list of strings (one string alone is an error, not a list of letters);
-    ``max_len`` caps the generated tokens, by default the model's max_len - 1.
+    ``max_len`` caps the generated tokens, by default the model's max_len - 1. With
+    ``length_margin``, each sentence writes at most its source's length + ``length_margin``
+    tokens as well (:func:`tx.decoding.output_limit`, the paper's "input length + 50").
     """
     _check_sentences(sentences)
     data.check_vocabs(model.config, src_vocab, tgt_vocab)
@@ -32,18 +34,27 @@ def translate(
     max_len = model.config.max_len - 1 if max_len is None else max_len
     encoded = [src_vocab.encode(s, add_bos=False) for s in sentences]
     _check_source_lengths(encoded, model.config.max_len, getattr(src_vocab, "unit", "tokens"))
+    limits = [output_limit(len(ids), max_len, length_margin) for ids in encoded]
     dev = next(model.parameters()).device
-    out: list[str] = []
-    for i in range(0, len(sentences), batch_size):
-        src = data.pad(encoded[i : i + batch_size], src_vocab.pad_id).to(dev)
-        if beam_size == 1:
-            rows = list(greedy_decode(model, src, max_len, tgt_vocab.bos_id, tgt_vocab.eos_id))
-        else:
-            found = beam_search(model, src, beam_size, max_len, tgt_vocab.bos_id, tgt_vocab.eos_id, length_penalty,
-                                penalty_form=penalty_form)
-            rows = [hyps[0][0] for hyps in found]
-        out.extend(tgt_vocab.decode(r) for r in rows)
+    out: list[str] = [""] * len(sentences)
+    for limit in sorted(set(limits)):  # one group per limit: a batch decodes to one length
+        group = [i for i, n in enumerate(limits) if n == limit]
+        for start in range(0, len(group), batch_size):
+            rows = group[start : start + batch_size]
+            src = data.pad([encoded[i] for i in rows], src_vocab.pad_id).to(dev)
+            for i, tokens in zip(rows, _decode(model, src, tgt_vocab, beam_size, limit, length_penalty, penalty_form)):
+                out[i] = tgt_vocab.decode(tokens)
     return out
+
+
+def _decode(model: nn.Module, src: torch.Tensor, tgt_vocab: data.Vocab, beam_size: int, max_len: int,
+            length_penalty: float, penalty_form: str) -> list[torch.Tensor]:
+    """src [B, S] -> the best token row of each sentence, greedy or by beam search."""
+    if beam_size == 1:
+        return list(greedy_decode(model, src, max_len, tgt_vocab.bos_id, tgt_vocab.eos_id))
+    found = beam_search(model, src, beam_size, max_len, tgt_vocab.bos_id, tgt_vocab.eos_id, length_penalty,
+                        penalty_form=penalty_form)
+    return [hyps[0][0] for hyps in found]
 
 
 def exact_match(hypotheses: Sequence[str], references: Sequence[str]) -> float:

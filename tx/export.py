@@ -15,8 +15,10 @@ OUTDIR receives four files, none with a path of the machine that wrote them insi
 * ``vocab.json`` (word vocabularies: ``src_itos`` and ``tgt_itos``, id -> word) or
   ``src_tokenizer.json`` and ``tgt_tokenizer.json`` (subword vocabularies: the Hugging Face
   ``tokenizers`` JSON of each, as is).
-* ``manifest.json``: the model's config, the special ids, which vocabulary file to read and how
-  text is compared (``lowercased`` or ``cased``).
+* ``manifest.json``: the model's config, the special ids, which vocabulary file to read, how
+  text is compared (``lowercased`` or ``cased``) and how long a page lets a translation run:
+  ``max_new_tokens`` (the model's positions after <bos>) and ``length_margin``, tokens beyond
+  the source's length (:func:`tx.decoding.output_limit`).
 
 Batch and lengths are dynamic axes. The graphs compute what ``model.encode`` and ``model.decode``
 compute, without their argument checks (which read token values into Python and cannot be
@@ -39,6 +41,7 @@ import torch
 from torch import Tensor, nn
 
 from .checks import check_finite_weights
+from .decoding import LENGTH_MARGIN, output_limit
 from .language_model import LanguageModel, lm_mask
 from .masks import padding_mask
 from .model import Transformer
@@ -208,7 +211,8 @@ def export(checkpoint: str | os.PathLike, outdir: str | os.PathLike, force: bool
         "format": "tx-onnx", "version": 1, "name": Path(checkpoint).stem, "config": cfg.to_dict(),
         "vocab_kind": kind, "vocab_files": sorted(vocab_files), "comparison": ck.tgt_vocab.comparison,
         "pad_id": ck.tgt_vocab.pad_id, "bos_id": ck.tgt_vocab.bos_id, "eos_id": ck.tgt_vocab.eos_id,
-        "unk_id": ck.tgt_vocab.unk_id, "max_new_tokens": cfg.max_len - 1, "quantize": quantize,
+        "unk_id": ck.tgt_vocab.unk_id, "max_new_tokens": cfg.max_len - 1, "length_margin": LENGTH_MARGIN,
+        "quantize": quantize,
         "files": {"encoder": "encoder.onnx", "decoder": "decoder.onnx"},
     }
     outdir.mkdir(parents=True, exist_ok=True)
@@ -272,8 +276,9 @@ class ExportedModel:
                 break
         return ys
 
-    def translate(self, sentences: Sequence[str]) -> list[str]:
-        """Greedy translations of ``sentences``, one string each, as tx.evaluate.translate gives them."""
+    def translate(self, sentences: Sequence[str], length_margin: int | None = None) -> list[str]:
+        """Greedy translations of ``sentences``, one string each, as tx.evaluate.translate gives them
+        (with ``length_margin``, as it gives them with that margin: a page uses the manifest's)."""
         import numpy as np
 
         from .data import pad
@@ -287,7 +292,8 @@ class ExportedModel:
                 raise ValueError(f"{s!r:.60} is {len(ids)} tokens long, <eos> included, but the model reads at most "
                                  f"{self.manifest['config']['max_len']}; split it into shorter sentences.")
             src = pad([ids], self.src_vocab.pad_id).numpy().astype(np.int64)
-            out.append(self.tgt_vocab.decode(self.greedy(src)[0].tolist()))
+            steps = output_limit(len(ids), self.manifest["max_new_tokens"], length_margin)
+            out.append(self.tgt_vocab.decode(self.greedy(src, steps)[0].tolist()))
         return out
 
 

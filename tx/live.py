@@ -5,15 +5,22 @@ cell, shows one block. On the book's website ``_ext/static/tx-live.js`` turns it
 the reader's sentence is tokenised in JavaScript (the same ids as tx), translated by
 onnxruntime-web from the graphs ``python -m tx.export`` wrote at build time (``make book`` puts
 them in ``_static/tx-live/NAME/``), greedily or, from a menu the script adds, by beam search as
-:func:`tx.decoding.beam_search` does it with the paper's setting (4 beams, GNMT's penalty, alpha 0.6), and
-the encoder-decoder attention of the chosen layer and head is drawn. Nothing is downloaded until the reader asks for a translation. In Jupyter, where there
-is no site, the block shows tx's own translations of the examples and says where the live one is.
+:func:`tx.decoding.beam_search` does it with the paper's setting (4 beams, GNMT's penalty, alpha 0.6),
+for at most the source's length + :data:`tx.decoding.LENGTH_MARGIN` tokens
+(:func:`tx.decoding.output_limit`), and the encoder-decoder attention of the chosen layer and
+head is drawn. The page shows the tokens the model read and names the words it has never seen
+(each read as ``<unk>``), so that a translation invented for them is not taken for one. Before
+anything is downloaded the block says how many megabytes its first use fetches, and nothing is
+downloaded until the reader asks for a translation. In Jupyter, where there is no site, the
+block shows tx's own translations of the examples (decoded with the same limit) and says where
+the live one is.
 
 Two more blocks run a model trained in the notebook itself, exported while the book is built
 (``_ext/book_site.py`` sets ``TX_LIVE_DIR`` to the build's live folder; anywhere else nothing is
 written): ``tx.live.generator(lm, vocab, examples=[...])`` continues the reader's prompt with a
-language model, and ``tx.live.classifier(vit, images)`` classifies a digit the reader draws,
-preprocessed as scikit-learn's digits were (:func:`digit_grid`), with [CLS]'s attention drawn over it.
+language model and draws the causal self-attention of the words it wrote over the words before
+them, and ``tx.live.classifier(vit, images)`` classifies a digit the reader draws, preprocessed
+as scikit-learn's digits were (:func:`digit_grid`), with [CLS]'s attention drawn over it.
 
 Axes: S source length, T target length (the attention map is [T, S]); L layers, H heads,
 N patches.
@@ -27,12 +34,26 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from .decoding import LENGTH_MARGIN
+
 __all__ = ["Translator", "translator", "Generator", "generator", "Classifier", "classifier", "digit_grid",
            "LIVE_DIR_ENV"]
 
 LIVE_DIR_ENV = "TX_LIVE_DIR"  # set by the book's build: the folder whose tx-live/NAME/ the site serves
 
 _SERIAL = iter(range(1, 1 << 30))
+
+
+def _layer_options(layers: int) -> str:
+    """A layer menu's options, the last layer chosen."""
+    return "".join(f'<option value="{i}"{" selected" if i == layers - 1 else ""}>layer {i + 1}</option>'
+                   for i in range(layers))
+
+
+def _head_options(heads: int) -> str:
+    """A head menu's options, the mean of the heads chosen."""
+    return '<option value="mean" selected>mean of the heads</option>' + "".join(
+        f'<option value="{h}">head {h + 1}</option>' for h in range(heads))
 
 
 class Translator:
@@ -50,7 +71,9 @@ class Translator:
             raise ValueError(f"{path} holds a model without its vocabularies; use a checkpoint written by python -m tx.train.")
         self.name = name or path.stem  # the folder under _static/tx-live/ that the build exports it to
         self.examples = list(examples)
-        self.translations = evaluate.translate(ck.model, self.examples, ck.src_vocab, ck.tgt_vocab)
+        # as the page decodes: at most the source's length + LENGTH_MARGIN tokens (tx.export's manifest says so)
+        self.translations = evaluate.translate(ck.model, self.examples, ck.src_vocab, ck.tgt_vocab,
+                                               length_margin=LENGTH_MARGIN)
         self.layers, self.heads = ck.model.config.n_layers, ck.model.config.n_heads
         words = getattr(ck.src_vocab, "itos", None)
         self.known = sorted(words[4:]) if words is not None else None  # a word vocabulary's words, specials left out
@@ -68,10 +91,7 @@ class Translator:
         """The block: the live form (hidden until tx-live.js runs) and tx's own translations."""
         uid = f"tx-live-{next(_SERIAL)}"
         options = "".join(f'<option value="{html.escape(e)}"></option>' for e in self.examples)
-        layers = "".join(f'<option value="{i}"{" selected" if i == self.layers - 1 else ""}>layer {i + 1}</option>'
-                         for i in range(self.layers))
-        heads = '<option value="mean" selected>mean of the heads</option>' + "".join(
-            f'<option value="{h}">head {h + 1}</option>' for h in range(self.heads))
+        layers, heads = _layer_options(self.layers), _head_options(self.heads)
         static = "".join(f"<li><i>{html.escape(fr)}</i> → {html.escape(en)}</li>"
                          for fr, en in zip(self.examples, self.translations))
         return f"""<div class="tx-live" id="{uid}" data-live-model="translate" data-model="{html.escape(self.name)}">
@@ -137,6 +157,7 @@ class Generator:
             out = generate(model, ids, max_new_tokens, temperature=0, eos_id=vocab.eos_id)
             self.continuations.append(vocab.decode(out[0]))
         self.known = sorted(vocab.itos[4:])  # specials left out
+        self.layers, self.heads = model.config.n_layers, model.config.n_heads
         folder = _live_dir(self.name)
         self.exported = export_language_model(model, vocab, folder, self.name) if folder else []
 
@@ -145,6 +166,7 @@ class Generator:
         uid = f"tx-live-{next(_SERIAL)}"
         options = "".join(f'<option value="{html.escape(e)}"></option>' for e in self.examples)
         settings = "".join(f'<option value="{v}">{label}</option>' for v, label in SAMPLING)
+        layers, heads = _layer_options(self.layers), _head_options(self.heads)
         static = "".join(f"<li><i>{html.escape(p)}</i> → {html.escape(c)}</li>"
                          for p, c in zip(self.examples, self.continuations))
         words = ", ".join(html.escape(w) for w in self.known)
@@ -156,9 +178,12 @@ class Generator:
 <button type="submit">Continue</button>
 <span class="tx-live-control"><label for="{uid}-sampling">Choice</label><select id="{uid}-sampling" name="sampling">{settings}</select></span>
 <span class="tx-live-control"><label for="{uid}-seed">Seed</label><input type="number" id="{uid}-seed" name="seed" value="0" min="0" step="1"></span>
+<span class="tx-live-control"><label for="{uid}-layer">Layer</label><select id="{uid}-layer" name="layer">{layers}</select></span>
+<span class="tx-live-control"><label for="{uid}-head">Head</label><select id="{uid}-head" name="head">{heads}</select></span>
 </form>
 <p class="tx-live-result" hidden>The model writes: <output for="{uid}-text" data-live-output aria-live="polite"></output></p>
 <p class="tx-live-status" role="status"></p>
+<div class="tx-live-map"></div>
 <div class="tx-live-static"><p>On the book's website this block continues any prompt you type, in your browser.
 Here, tx's own greedy continuations of its examples:</p><ul>{static}</ul></div>
 <details class="tx-live-words"><summary>The {len(self.known)} English words and marks this model knows (any other word reads as &lt;unk&gt;)</summary><p>{words}</p></details>
@@ -238,10 +263,7 @@ class Classifier:
     def to_html(self) -> str:
         """The block: a canvas to draw on, example digits, layer and head menus; and tx's own answers."""
         uid = f"tx-live-{next(_SERIAL)}"
-        layers = "".join(f'<option value="{i}"{" selected" if i == self.layers - 1 else ""}>layer {i + 1}</option>'
-                         for i in range(self.layers))
-        heads = '<option value="mean" selected>mean of the heads</option>' + "".join(
-            f'<option value="{h}">head {h + 1}</option>' for h in range(self.heads))
+        layers, heads = _layer_options(self.layers), _head_options(self.heads)
         buttons = "".join(f'<button type="button" name="example" value="{i}">example {i + 1}</button>'
                           for i in range(len(self.classes)))
         static = "".join(f"<li>example {i + 1}: read as a {k} (probability {p:.2f})</li>"

@@ -1,15 +1,18 @@
 // Live models in the page (tx/live.py): the reader's sentence is tokenised here, translated
 // by onnxruntime-web from the graphs `python -m tx.export` wrote at build time
 // (_static/tx-live/NAME/), greedily or, as the reader chooses, by chapter 11's beam search
-// (beamSearch below, tx.decoding.beam_search step for step), and the encoder-decoder attention
-// of the chosen layer and head is drawn as an SVG. Nothing is fetched until the reader asks for
-// a translation.
+// (beamSearch below, tx.decoding.beam_search step for step), for at most the source's length + the
+// manifest's length_margin tokens (outputLimit, tx.decoding.output_limit), and the encoder-decoder
+// attention of the chosen layer and head is drawn as an SVG. The block shows the tokens the model
+// read and names those it has never seen (read as <unk>). Before anything is fetched it says how
+// many megabytes its first use downloads; nothing is fetched until the reader asks for a translation.
 // Two more blocks run models trained in a chapter (exported as the build runs it): "generate"
 // continues the reader's prompt with a language model, greedily or sampled with a seeded
-// generator; "classify" reads a digit drawn on a canvas, reduced as scikit-learn's digits were
-// (digitGrid), and draws [CLS]'s attention over its patches.
-// The tokeniser, digitGrid and beamSearch are also loaded by Node in tests/test_live.py, which compares
-// them with tx's.
+// generator, and draws the causal self-attention of the words it wrote; "classify" reads a digit
+// drawn on a canvas, reduced as scikit-learn's digits were (digitGrid), and draws [CLS]'s attention
+// over its patches.
+// The tokeniser, outputLimit, digitGrid, beamSearch, translate and continuePrompt are also loaded by
+// Node in tests/test_live.py, which compares them with tx's.
 (function () {
   "use strict";
 
@@ -20,6 +23,7 @@
   var TOKEN_RE = new RegExp(
     "[\\p{L}\\p{Nl}\\p{No}]+'(?=[\\p{L}\\p{N}])|[\\p{L}\\p{N}]+|[^" + SPACE + "]", "gu");
   var GLUE_RE = /(?<=') | (?=[.,!?;])/g;
+  var SPACE_RE = new RegExp("^[" + SPACE + "]$");
 
   function tokenize(text) {
     // As tx.data.tokenize: NFC, lowercase, typographic apostrophe made plain, then the pattern.
@@ -66,6 +70,16 @@
     var itos = this.itos;
     return ids.map(function (i) { return itos[i]; });
   };
+  WordVocab.prototype.pieces = function (text) { // the reader's text as the tokens its ids stand for
+    return tokenize(text);
+  };
+  WordVocab.prototype.unknown = function (text) { // the tokens it has no id for (read as <unk>), each once
+    var stoi = this.stoi;
+    return unique(tokenize(text).filter(function (w) { return !stoi.has(w); }));
+  };
+  function unique(list) {
+    return list.filter(function (x, i) { return list.indexOf(x) === i; });
+  }
   function kept(ids, m) { // up to the first <eos>, without <bos> and <pad> (m: the manifest's ids)
     var end = ids.indexOf(m.eos_id);
     return (end < 0 ? ids : ids.slice(0, end)).filter(function (i) { return i !== m.bos_id && i !== m.pad_id; });
@@ -86,6 +100,15 @@
     return Array.from(this.tok.encode(text, { add_special_tokens: false }).ids);
   };
   BpeVocab.prototype.tokens = WordVocab.prototype.tokens;
+  BpeVocab.prototype.pieces = function (text) { // the pieces it cuts the text into (<unk> for a missing character)
+    return Array.from(this.tok.encode(text, { add_special_tokens: false }).tokens);
+  };
+  BpeVocab.prototype.unknown = function (text, unk) { // the characters it has no piece for (read as <unk>), each once
+    var tok = this;
+    return unique(Array.from(text.normalize("NFC")).filter(function (c) {
+      return !SPACE_RE.test(c) && tok.encode(c).indexOf(unk) >= 0;
+    }));
+  };
   BpeVocab.prototype.decode = function (ids, m) { // as tx.subwords.SubwordVocab.decode
     return this.tok.decode(kept(ids, m), { skip_special_tokens: false }).trim();
   };
@@ -206,9 +229,110 @@
     return normalisedScore(bestAlive, reachable, o.alpha, o.form) > bestDone;
   }
 
+  // ---------------------------------------------------------------- how long a translation may run
+  // As tx.decoding.output_limit: at most the source's length (its <eos> included) + margin tokens
+  // after <bos>, never more than maxLen (the model's positions less <bos>); margin null: maxLen.
+  function outputLimit(srcLen, maxLen, margin) {
+    return margin === null || margin === undefined ? maxLen : Math.min(maxLen, srcLen + margin);
+  }
+
+  // ---------------------------------------------------------------- translating: greedy or beam search
+  function ids(ort, list) {
+    return new ort.Tensor("int64", BigInt64Array.from(list.map(BigInt)), [1, list.length]);
+  }
+
+  function rows(ort, lists) { // [n, L] int64 from n lists of one length
+    var flat = [].concat.apply([], lists);
+    return new ort.Tensor("int64", BigInt64Array.from(flat.map(BigInt)), [lists.length, lists[0].length]);
+  }
+
+  function repeated(ort, t, n) { // t [1, ...] -> its n copies, [n, ...]
+    if (n === 1) return t;
+    var data = new t.data.constructor(t.data.length * n);
+    for (var i = 0; i < n; i++) data.set(t.data, i * t.data.length);
+    return new ort.Tensor(t.type, data, [n].concat(t.dims.slice(1)));
+  }
+
+  // decoding: "greedy", or "beam" (PAPER_BEAM's setting). Both write at most outputLimit tokens after
+  // <bos>: the source's length + the manifest's length_margin, as tx.live's translations are decoded
+  // (tx.evaluate.translate with length_margin). model: {ort, manifest, src, tgt, encoder, decoder}.
+  async function translate(model, text, decoding) {
+    var m = model.manifest, ort = model.ort;
+    var srcIds = model.src.encode(text, m.unk_id).concat([m.eos_id]); // as tx: words, then <eos>, no <bos>
+    if (srcIds.length > m.config.max_len) {
+      throw new Error("the sentence is " + srcIds.length + " tokens long; this model reads at most " + m.config.max_len + ".");
+    }
+    var limit = outputLimit(srcIds.length, m.max_new_tokens, m.length_margin);
+    var src = ids(ort, srcIds);
+    var memory = (await model.encoder.run({ src: src })).memory, V = m.config.tgt_vocab_size, out = null;
+    async function next(prefixes) { // the next token's logits after each prefix (all of one length)
+      var n = prefixes.length, T = prefixes[0].length;
+      out = await model.decoder.run({ memory: repeated(ort, memory, n), src: repeated(ort, src, n), tgt: rows(ort, prefixes) });
+      var logits = out.logits.data, got = [];
+      for (var i = 0; i < n; i++) got.push(logits.subarray((i * T + T - 1) * V, (i * T + T) * V));
+      return got;
+    }
+    var ys;
+    if (decoding === "beam") {
+      ys = (await beamSearch(next, Object.assign({ maxLen: limit, bos: m.bos_id, eos: m.eos_id }, PAPER_BEAM))).tokens;
+    } else {
+      ys = [m.bos_id];
+      for (var step = 0; step < limit; step++) {
+        var best = argmax((await next([ys]))[0]); // the first maximum, as torch
+        ys.push(best);
+        if (best === m.eos_id) break;
+      }
+    }
+    // The cross-attention of the decoder run on every token of the translation but the last: one row
+    // per written token. Greedy decoding's last step was that run; after a beam search, the decoder
+    // reads the returned hypothesis once more (teacher-forced), so what is drawn is that sentence's.
+    if (decoding === "beam") out = await model.decoder.run({ memory: memory, src: src, tgt: ids(ort, ys.slice(0, -1)) });
+    return { srcIds: srcIds, srcPieces: model.src.pieces(text).concat([model.src.itos[m.eos_id]]),
+             unknown: model.src.unknown(text, m.unk_id), ys: ys, limit: limit, ended: ys.indexOf(m.eos_id) > 0,
+             text: model.tgt.decode(ys.slice(1), m), cross: out.cross_attn, decoding: decoding };
+  }
+
+  // The language model (tx.live.generator): <bos> and the prompt's words, then at most maxNew words,
+  // greedy or sampled, as tx.generate; the self-attention [L, 1, H, T, T] of the last run, which read
+  // every token but the last written. model: {ort, manifest, vocab, session}.
+  async function continuePrompt(model, text, choice, seed, maxNew) {
+    var m = model.manifest, V = m.config.vocab_size, maxLen = m.config.max_len;
+    var ys = [m.bos_id].concat(model.vocab.encode(text, m.unk_id)); // as tx: <bos> words, no <eos>
+    if (ys.length > maxLen) throw new Error("the prompt is " + ys.length + " tokens long; this model reads at most " + maxLen + ".");
+    var temperature = choice[0] === "t" ? Number(choice.slice(1)) : 1, topK = choice[0] === "k" ? Number(choice.slice(1)) : 0;
+    var rand = mulberry32(seed), prompt = ys.length, out = null;
+    for (var step = 0; step < maxNew; step++) {
+      out = await model.session.run({ tokens: ids(model.ort, ys) });
+      var row = (ys.length - 1) * V, z = Array.from(out.logits.data.subarray(row, row + V));
+      z[m.pad_id] = -Infinity; // padding is layout, never a word to write (as tx.generate)
+      var next = choice === "greedy" ? argmax(z) : sample(z, temperature, topK, rand);
+      ys.push(next);
+      if (next === m.eos_id || ys.length >= maxLen) break; // <eos>, or the context is full
+    }
+    return { ids: ys, prompt: prompt, text: model.vocab.decode(ys, m), self: out && out.self_attn,
+             pieces: [model.vocab.itos[m.bos_id]].concat(model.vocab.pieces(text)), unknown: model.vocab.unknown(text) };
+  }
+
+  // The causal self-attention of the words the model wrote: rows prompt-1 .. T-1 of one layer's map
+  // [T, T] (row t read tokens 0..t and wrote token t + 1), one head or their mean. self: [L, 1, H, T, T].
+  function writtenAttention(self, layer, head, prompt) {
+    var d = self.dims, H = d[2], T = d[3], data = self.data, out = [];
+    for (var t = prompt - 1; t < T; t++) {
+      var row = [];
+      for (var s = 0; s < T; s++) {
+        var sum = 0, heads = head === "mean" ? H : 1;
+        for (var h = 0; h < heads; h++) sum += data[((layer * H) + (head === "mean" ? h : Number(head))) * T * T + t * T + s];
+        row.push(sum / heads);
+      }
+      out.push(row);
+    }
+    return out; // [T - prompt + 1, T]
+  }
+
   var api = { tokenize: tokenize, tidyTyped: tidyTyped, detokenize: detokenize, WordVocab: WordVocab, BpeVocab: BpeVocab,
               digitGrid: digitGrid, mulberry32: mulberry32, sample: sample, beamSearch: beamSearch,
-              normalisedScore: normalisedScore };
+              normalisedScore: normalisedScore, outputLimit: outputLimit, translate: translate,
+              continuePrompt: continuePrompt, writtenAttention: writtenAttention };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
   if (typeof document === "undefined") return;
 
@@ -217,21 +341,36 @@
   var runtime = null;
   var models = {};
 
+  // onnxruntime-web's WebAssembly binary is served gzip-compressed (make vendor writes ort/*.wasm.gz:
+  // 3.7 MB instead of 14.2 MB, whatever the server does) and unpacked here with the browser's own
+  // DecompressionStream. A server that names the file's encoding (Content-Encoding: gzip) makes the
+  // browser unpack it already: then the bytes start with "\0asm" and are used as they are.
+  var RUNTIME_WASM = "ort/ort-wasm-simd-threaded.wasm.gz";
+
+  function unpacked(buffer) {
+    var head = new Uint8Array(buffer, 0, 2);
+    if (head[0] !== 0x1f || head[1] !== 0x8b) return buffer;
+    return new Response(new Blob([buffer]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+  }
+
   function loadRuntime() {
     if (!runtime) {
-      runtime = new Promise(function (resolve, reject) {
-        var script = document.createElement("script");
-        script.src = new URL("ort/ort.wasm.min.js", STATIC).href;
-        script.onload = function () {
-          var ort = window.ort;
-          ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href; // the site's own copy
-          ort.env.wasm.numThreads = 1; // threads need cross-origin isolation, and were slower here
-          ort.env.logLevel = "error";
-          resolve(ort);
-        };
-        script.onerror = function () { reject(new Error("could not load the ONNX runtime (ort/ort.wasm.min.js)")); };
-        document.head.appendChild(script);
+      var script = new Promise(function (resolve, reject) {
+        var tag = document.createElement("script");
+        tag.src = new URL("ort/ort.wasm.min.js", STATIC).href;
+        tag.onload = function () { resolve(window.ort); };
+        tag.onerror = function () { reject(new Error("could not load the ONNX runtime (ort/ort.wasm.min.js)")); };
+        document.head.appendChild(tag);
       });
+      runtime = Promise.all([script, fetchOk(new URL(RUNTIME_WASM, STATIC)).then(unpacked)]).then(function (got) {
+        var ort = got[0];
+        ort.env.wasm.wasmPaths = new URL("ort/", STATIC).href; // the site's own copy of its .mjs
+        ort.env.wasm.wasmBinary = got[1]; // the binary, fetched and unpacked above
+        ort.env.wasm.numThreads = 1; // threads need cross-origin isolation, and were slower here
+        ort.env.logLevel = "error";
+        return ort;
+      });
+      runtime.catch(function () { runtime = null; }); // a later try starts again
     }
     return runtime;
   }
@@ -256,6 +395,33 @@
            MB(bytes.runtime) + "), once…";
   }
 
+  // Under each block's form, before anything is fetched: what its first use downloads. A note goes
+  // once its model is loaded, and counts the model alone once another block has loaded the runtime.
+  var notes = [], loaded = {};
+  function addSizeNote(block, use) { // use: "translation", ...: what the reader asks for
+    var p = document.createElement("p");
+    p.className = "tx-live-size";
+    block.querySelector(".tx-live-form").after(p);
+    notes.push({ p: p, name: block.getAttribute("data-model"), use: use });
+    refreshSizeNotes();
+  }
+  function refreshSizeNotes() {
+    var bytes = window.txLiveBytes || {};
+    notes.forEach(function (n) {
+      var model = bytes[n.name];
+      n.p.hidden = !model || !bytes.runtime || !!loaded[n.name];
+      if (n.p.hidden) return;
+      n.p.textContent = loaded.runtime ?
+        "Your first " + n.use + " downloads this model, " + MB(model) + ", once." :
+        "Your first " + n.use + " downloads " + MB(model + bytes.runtime) + ", once: the model (" + MB(model) +
+        ") and the ONNX runtime that runs it in the page (" + MB(bytes.runtime) + ").";
+    });
+  }
+  function markLoaded(name, promise) { // promise: the model's; its runtime is loaded when it resolves
+    promise.then(function () { loaded[name] = loaded.runtime = true; refreshSizeNotes(); }, function () {});
+    return promise;
+  }
+
   function loadModel(name) {
     if (!models[name]) {
       var base = new URL("tx-live/" + name + "/", STATIC);
@@ -272,6 +438,7 @@
           });
         });
       models[name].catch(function () { delete models[name]; }); // a later try starts again
+      markLoaded(name, models[name]);
     }
     return models[name];
   }
@@ -291,6 +458,7 @@
           });
         });
       models[name].catch(function () { delete models[name]; });
+      markLoaded(name, models[name]);
     }
     return models[name];
   }
@@ -308,58 +476,6 @@
     ]).then(function (got) {
       return [new BpeVocab(got[0].Tokenizer, got[1]), new BpeVocab(got[0].Tokenizer, got[2])];
     });
-  }
-
-  // ---------------------------------------------------------------- translating: greedy or beam search
-  function ids(ort, list) {
-    return new ort.Tensor("int64", BigInt64Array.from(list.map(BigInt)), [1, list.length]);
-  }
-
-  function rows(ort, lists) { // [n, L] int64 from n lists of one length
-    var flat = [].concat.apply([], lists);
-    return new ort.Tensor("int64", BigInt64Array.from(flat.map(BigInt)), [lists.length, lists[0].length]);
-  }
-
-  function repeated(ort, t, n) { // t [1, ...] -> its n copies, [n, ...]
-    if (n === 1) return t;
-    var data = new t.data.constructor(t.data.length * n);
-    for (var i = 0; i < n; i++) data.set(t.data, i * t.data.length);
-    return new ort.Tensor(t.type, data, [n].concat(t.dims.slice(1)));
-  }
-
-  // decoding: "greedy", or "beam" (PAPER_BEAM's setting). Both write at most manifest.max_new_tokens
-  // tokens after <bos>, as tx.evaluate.translate does by default (the model's max_len - 1).
-  async function translate(model, text, decoding) {
-    var m = model.manifest, ort = model.ort;
-    var srcIds = model.src.encode(text, m.unk_id).concat([m.eos_id]); // as tx: words, then <eos>, no <bos>
-    if (srcIds.length > m.config.max_len) {
-      throw new Error("the sentence is " + srcIds.length + " tokens long; this model reads at most " + m.config.max_len + ".");
-    }
-    var src = ids(ort, srcIds);
-    var memory = (await model.encoder.run({ src: src })).memory, V = m.config.tgt_vocab_size, out = null;
-    async function next(prefixes) { // the next token's logits after each prefix (all of one length)
-      var n = prefixes.length, T = prefixes[0].length;
-      out = await model.decoder.run({ memory: repeated(ort, memory, n), src: repeated(ort, src, n), tgt: rows(ort, prefixes) });
-      var logits = out.logits.data, got = [];
-      for (var i = 0; i < n; i++) got.push(logits.subarray((i * T + T - 1) * V, (i * T + T) * V));
-      return got;
-    }
-    var ys;
-    if (decoding === "beam") {
-      ys = (await beamSearch(next, Object.assign({ maxLen: m.max_new_tokens, bos: m.bos_id, eos: m.eos_id }, PAPER_BEAM))).tokens;
-    } else {
-      ys = [m.bos_id];
-      for (var step = 0; step < m.max_new_tokens; step++) {
-        var best = argmax((await next([ys]))[0]); // the first maximum, as torch
-        ys.push(best);
-        if (best === m.eos_id) break;
-      }
-    }
-    // The cross-attention of the decoder run on every token of the translation but the last: one row
-    // per written token. Greedy decoding's last step was that run; after a beam search, the decoder
-    // reads the returned hypothesis once more (teacher-forced), so what is drawn is that sentence's.
-    if (decoding === "beam") out = await model.decoder.run({ memory: memory, src: src, tgt: ids(ort, ys.slice(0, -1)) });
-    return { srcIds: srcIds, ys: ys, text: model.tgt.decode(ys.slice(1), m), cross: out.cross_attn, decoding: decoding };
   }
 
   // ---------------------------------------------------------------- the attention map
@@ -393,24 +509,30 @@
     return "rgb(" + Math.round(255 - 222 * a) + "," + Math.round(255 - 180 * a) + "," + Math.round(255 - 75 * a) + ")";
   }
 
-  function draw(box, rows, english, french, caption) {
+  // rows [T][S] of weights drawn as squares: one row per token written (rowLabels), one column per
+  // token read (colLabels). seen(t, s) false: a cell the causal mask hides, drawn grey, never blue.
+  function draw(box, rows, rowLabels, colLabels, caption, seen) {
     var longest = function (words) { return Math.max.apply(null, words.map(function (w) { return w.length; })); };
-    var cell = 34, left = 14 + 8 * longest(english), top = 16 + 6 * longest(french), T = rows.length, S = french.length;
+    var T = rows.length, S = colLabels.length, cell = Math.max(22, Math.min(34, Math.floor(560 / S)));
+    var left = 14 + 8 * longest(rowLabels), top = 16 + 6 * longest(colLabels);
     var width = left + S * cell + 70, height = top + T * cell + 10;
     var svg = el("svg", { width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img",
                           "aria-label": caption, "data-live-attention": JSON.stringify(rows) });
     svg.appendChild(el("title", {}, caption));
-    french.forEach(function (w, s) {
+    colLabels.forEach(function (w, s) {
       var x = left + s * cell + cell / 2;
       svg.appendChild(el("text", { x: x, y: top - 6, transform: "rotate(-45 " + x + " " + (top - 6) + ")",
                                    "font-size": 13, "class": "tx-live-label" }, w));
     });
     rows.forEach(function (row, t) {
       svg.appendChild(el("text", { x: left - 6, y: top + t * cell + cell / 2 + 4, "text-anchor": "end",
-                                   "font-size": 13, "class": "tx-live-label" }, english[t]));
+                                   "font-size": 13, "class": "tx-live-label" }, rowLabels[t]));
       row.forEach(function (w, s) {
-        var r = el("rect", { x: left + s * cell, y: top + t * cell, width: cell - 1, height: cell - 1, fill: colour(w) });
-        r.appendChild(el("title", {}, english[t] + " → " + french[s] + ": " + w.toFixed(3)));
+        var hidden = seen && !seen(t, s);
+        var r = el("rect", { x: left + s * cell, y: top + t * cell, width: cell - 1, height: cell - 1,
+                             fill: hidden ? "#d9d9d9" : colour(w), "class": hidden ? "tx-live-masked" : "tx-live-cell" });
+        r.appendChild(el("title", {}, hidden ? rowLabels[t] + " cannot see " + colLabels[s] + ", written after it (the causal mask)"
+                                             : rowLabels[t] + " → " + colLabels[s] + ": " + w.toFixed(3)));
         svg.appendChild(r);
       });
     });
@@ -424,26 +546,97 @@
     box.replaceChildren(svg);
   }
 
+  // ---------------------------------------------------------------- what the model read
+  // The reader's text as the tokens the model reads, those it has never seen marked, and a sentence
+  // that names them: a word vocabulary reads every unknown word as the one token <unk>, so what the
+  // model writes in its place is invented (chapter 1's "le chien mange la pizza" gives "the dog eats
+  // the tomato"), and the reader should know it before trusting the output.
+  var WORDLIKE = /[\p{L}\p{N}]/u;
+  function unknownLabel(piece) { return "<unk> (" + piece + ")"; }
+
+  function quoted(list) {
+    var q = list.map(function (w) { return "“" + w + "”"; });
+    return q.length < 2 ? q.join("") : q.slice(0, -1).join(", ") + " and " + q[q.length - 1];
+  }
+
+  // then: what follows for the reader, for one unknown word and for several
+  var THEN = {
+    translate: ["so whatever it writes for it is made up", "so whatever it writes for them is made up"],
+    generate: ["so it goes on without knowing what it means", "so it goes on without knowing what they mean"],
+  };
+
+  function unknownSentence(vocab, unknown, then) {
+    if (!unknown.length) return "";
+    if (vocab instanceof BpeVocab) {
+      return "The model has no piece for the character" + (unknown.length > 1 ? "s " : " ") + quoted(unknown) +
+        ": it reads " + (unknown.length > 1 ? "each" : "it") + " as <unk>, and cannot know what " +
+        (unknown.length > 1 ? "they stand" : "it stands") + " for.";
+    }
+    var words = unknown.filter(function (w) { return WORDLIKE.test(w); });
+    var marks = unknown.filter(function (w) { return !WORDLIKE.test(w); });
+    var noMarks = !vocab.itos.slice(4).some(function (w) { return !WORDLIKE.test(w); });
+    var said = [];
+    if (words.length) {
+      said.push("The model has never seen " + quoted(words) + ": it reads " + (words.length > 1 ? "each" : "it") +
+        " as <unk>, the one token it has for every word it does not know, " + then[words.length > 1 ? 1 : 0] + ".");
+    }
+    if (marks.length) {
+      said.push((words.length ? "It has never seen the mark" : "The model has never seen the mark") +
+        (marks.length > 1 ? "s " : " ") + quoted(marks) + (noMarks ? " (its corpus has no punctuation)" : "") +
+        " and reads " + (marks.length > 1 ? "them" : "it") + " as <unk> too.");
+    }
+    return said.join(" ");
+  }
+
+  function showRead(box, vocab, pieces, ids, unkId, unknown, then) {
+    var line = document.createElement("p"), note = document.createElement("p");
+    line.append("The model reads: ");
+    pieces.forEach(function (piece, i) {
+      var unk = ids[i] === unkId, span = document.createElement(unk ? "mark" : "span");
+      span.className = unk ? "tx-live-token tx-live-unk" : "tx-live-token";
+      span.textContent = piece;
+      if (unk) span.title = "never seen: read as <unk>";
+      line.append(span, " ");
+    });
+    note.className = "tx-live-unknown";
+    note.textContent = unknownSentence(vocab, unknown, then);
+    box.replaceChildren(line);
+    if (note.textContent) box.append(note);
+    box.hidden = false;
+    box.setAttribute("data-live-unknown", JSON.stringify(unknown));
+  }
+
+  function addReadBox(block) { // after the block's result
+    var box = document.createElement("div");
+    box.className = "tx-live-read";
+    box.hidden = true;
+    block.querySelector(".tx-live-result").after(box);
+    return box;
+  }
+
   // ---------------------------------------------------------------- the block
   function setUp(block) {
     var form = block.querySelector(".tx-live-form");
     var status = block.querySelector(".tx-live-status");
     var output = block.querySelector("[data-live-output]");
     var box = block.querySelector(".tx-live-map");
+    var read = addReadBox(block);
     var last = null;
     addDecodingMenu(form);
     if (unavailable(block)) return;
+    addSizeNote(block, "translation");
 
     function redraw() {
       if (!last) return;
       var layer = Number(form.elements.layer.value), head = form.elements.head.value;
-      var rows = mapOf(last.result.cross, layer, head);
-      var english = last.model.tgt.tokens(last.result.ys.slice(1));
-      var french = last.model.src.tokens(last.result.srcIds);
+      var r = last.result, m = last.model.manifest;
+      var rows = mapOf(r.cross, layer, head);
+      var english = last.model.tgt.tokens(r.ys.slice(1));
+      var french = r.srcPieces.map(function (w, s) { return r.srcIds[s] === m.unk_id ? unknownLabel(w) : w; });
       var which = head === "mean" ? "mean of the heads" : "head " + (Number(head) + 1);
       draw(box, rows, english, french, "Encoder-decoder attention, layer " + (layer + 1) + ", " + which +
            ": one row per English token written, one column per French token.");
-      block.txLive = { srcIds: last.result.srcIds, ys: last.result.ys, decoding: last.result.decoding, layer: layer,
+      block.txLive = { srcIds: r.srcIds, ys: r.ys, decoding: r.decoding, layer: layer, limit: r.limit, ended: r.ended,
                        head: head, attention: rows, ms: last.ms }; // ms: the translation's time, encoder and every decoder step
     }
 
@@ -460,14 +653,16 @@
         status.textContent = "Translating…";
         var start = performance.now();
         var result = await translate(model, text, form.elements.decoding.value);
-        var ms = performance.now() - start;
+        var ms = performance.now() - start, m = model.manifest;
         last = { model: model, result: result, ms: ms };
         output.textContent = result.text;
         output.parentNode.hidden = false;
-        var unknown = result.srcIds.filter(function (i) { return i === model.manifest.unk_id; }).length;
+        showRead(read, model.src, result.srcPieces, result.srcIds, m.unk_id, result.unknown, THEN.translate);
         status.textContent = "Translated in your browser in " + ms.toFixed(0) + " ms by " + DECODINGS[result.decoding] +
-          (model.manifest.quantize ? ", the model's weights rounded to " + model.manifest.quantize + "." : ".") +
-          (unknown ? " " + unknown + " word" + (unknown > 1 ? "s" : "") + " unknown to the model (<unk>)." : "") +
+          (m.quantize ? ", the model's weights rounded to " + m.quantize + "." : ".") + (result.ended ? "" :
+          " The model never wrote <eos> (the end of a sentence): the page stopped it at " + result.limit + " tokens, " +
+          (result.limit < m.max_new_tokens ? "the source's " + result.srcIds.length + " tokens and " + m.length_margin + " more." :
+           "all the positions the model has.")) +
           (text !== typed.trim() ? " It read: " + text : "");
         redraw();
         block.setAttribute("data-live-state", "done");
@@ -504,7 +699,10 @@
       "model. Serve the site instead: run `make serve` in the book's folder (or " +
       "`python -m http.server -d _build/html`) and open this page at http://localhost:8000/." :
       typeof WebAssembly === "undefined" ?
-      "This browser does not run WebAssembly (or has it switched off), which the model needs here." : "";
+      "This browser does not run WebAssembly (or has it switched off), which the model needs here." :
+      typeof DecompressionStream === "undefined" ?
+      "This browser cannot unpack the compressed ONNX runtime (it lacks DecompressionStream, which every " +
+      "browser has had since 2023); a newer browser runs the model here." : "";
     if (why) {
       block.querySelector(".tx-live-status").textContent = why;
       block.setAttribute("data-live-state", "unavailable");
@@ -514,31 +712,36 @@
   }
 
   // ---------------------------------------------------------------- the language model's block
-  async function continuePrompt(model, text, choice, seed, maxNew) {
-    var m = model.manifest, V = m.config.vocab_size, maxLen = m.config.max_len;
-    var ys = [m.bos_id].concat(model.vocab.encode(text, m.unk_id)); // as tx: <bos> words, no <eos>
-    if (ys.length > maxLen) throw new Error("the prompt is " + ys.length + " tokens long; this model reads at most " + maxLen + ".");
-    var temperature = choice[0] === "t" ? Number(choice.slice(1)) : 1, topK = choice[0] === "k" ? Number(choice.slice(1)) : 0;
-    var rand = mulberry32(seed), prompt = ys.length;
-    for (var step = 0; step < maxNew; step++) {
-      var out = await model.session.run({ tokens: ids(model.ort, ys) });
-      var row = (ys.length - 1) * V, z = Array.from(out.logits.data.subarray(row, row + V));
-      z[m.pad_id] = -Infinity; // padding is layout, never a word to write (as tx.generate)
-      var next = choice === "greedy" ? argmax(z) : sample(z, temperature, topK, rand);
-      ys.push(next);
-      if (next === m.eos_id || ys.length >= maxLen) break; // <eos>, or the context is full
-    }
-    return { ids: ys, prompt: prompt, text: model.vocab.decode(ys, m) };
-  }
-
   function setUpGenerate(block) {
+    var read = addReadBox(block);
     if (unavailable(block)) return;
+    addSizeNote(block, "continuation");
     var form = block.querySelector(".tx-live-form"), status = block.querySelector(".tx-live-status");
-    var output = block.querySelector("[data-live-output]");
+    var output = block.querySelector("[data-live-output]"), box = block.querySelector(".tx-live-map");
     var maxNew = Number(block.getAttribute("data-max-new-tokens"));
+    var last = null;
     var seedless = function () { form.elements.seed.disabled = form.elements.sampling.value === "greedy"; };
     form.elements.sampling.addEventListener("change", seedless); // greedy draws nothing: no seed to choose
     seedless();
+
+    // The words it wrote, one row each, over every token it could read when it wrote them: <bos>, the
+    // prompt, then its own words; the causal mask hides the rest (the grey cells above the diagonal).
+    function redraw() {
+      if (!last || !last.result.self || !form.elements.layer) return;
+      var layer = Number(form.elements.layer.value), head = form.elements.head.value;
+      var r = last.result, m = last.model.manifest, P = r.prompt, T = r.ids.length - 1;
+      var rows = writtenAttention(r.self, layer, head, P);
+      var read = r.pieces.map(function (w, i) { return r.ids[i] === m.unk_id ? unknownLabel(w) : w; })
+        .concat(last.model.vocab.tokens(r.ids.slice(P, T)));
+      var written = last.model.vocab.tokens(r.ids.slice(P, T + 1));
+      var which = head === "mean" ? "mean of the heads" : "head " + (Number(head) + 1);
+      draw(box, rows, written, read, "Causal self-attention, layer " + (layer + 1) + ", " + which + ": one row per " +
+           "word the model wrote, one column per token before it (<bos>, the prompt, its own words); grey: " +
+           "the words after it, which the causal mask hides.", function (t, s) { return s <= P - 1 + t; });
+      block.txLive = { ids: r.ids, prompt: P, choice: last.choice, seed: last.seed, ms: last.ms, layer: layer, head: head,
+                       attention: rows };
+    }
+
     form.addEventListener("submit", async function (event) {
       event.preventDefault();
       var text = form.elements.text.value, choice = form.elements.sampling.value;
@@ -551,19 +754,24 @@
         var start = performance.now();
         var result = await continuePrompt(model, text, choice, seed, maxNew);
         var ms = performance.now() - start;
+        last = { model: model, result: result, choice: choice, seed: seed, ms: ms };
         output.textContent = result.text;
         output.parentNode.hidden = false;
-        var unknown = result.ids.filter(function (i) { return i === model.manifest.unk_id; }).length;
+        showRead(read, model.vocab, result.pieces, result.ids, model.manifest.unk_id, result.unknown, THEN.generate);
         status.textContent = "Written in your browser in " + ms.toFixed(0) + " ms, " +
-          (choice === "greedy" ? "greedily." : "sampled with seed " + seed + ".") +
-          (unknown ? " " + unknown + " word" + (unknown > 1 ? "s" : "") + " unknown to the model (<unk>)." : "");
+          (choice === "greedy" ? "greedily." : "sampled with seed " + seed + ".");
         block.txLive = { ids: result.ids, prompt: result.prompt, choice: choice, seed: seed, ms: ms };
+        redraw();
         block.setAttribute("data-live-state", "done");
       } catch (err) {
         status.textContent = "The model failed: " + err.message;
         block.setAttribute("data-live-state", "error");
       }
     });
+    if (form.elements.layer) { // a page built before the block had menus draws nothing
+      form.elements.layer.addEventListener("change", redraw);
+      form.elements.head.addEventListener("change", redraw);
+    }
   }
 
   // ---------------------------------------------------------------- the digit classifier's block
@@ -624,6 +832,7 @@
 
   function setUpClassify(block) {
     if (unavailable(block)) return;
+    addSizeNote(block, "classification");
     var form = block.querySelector(".tx-live-form"), status = block.querySelector(".tx-live-status");
     var output = block.querySelector("[data-live-output]"), box = block.querySelector(".tx-live-map");
     var canvas = block.querySelector("canvas"), ctx = canvas.getContext("2d");
