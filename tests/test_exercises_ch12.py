@@ -125,6 +125,15 @@ def test_merge_pair_mistakes_get_a_hint(wrong, hint):
         ch12.check_merge_pair(wrong)
 
 
+def test_calling_tx_s_own_functions_is_no_answer():
+    import tx.subwords
+
+    with pytest.raises(CheckFailed, match="calls tx.subwords.count_pairs"):
+        ch12.check_count_pairs(lambda words: tx.subwords.count_pairs(words))
+    with pytest.raises(CheckFailed, match="calls tx.subwords.merge_pair"):
+        ch12.check_merge_pair(lambda words, pair: tx.subwords.merge_pair(words, pair))
+
+
 # ----------------------------------------------------------------- unknown_rate
 
 

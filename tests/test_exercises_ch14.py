@@ -14,6 +14,13 @@ def test_patchify_accepts_tx(capsys):
     assert capsys.readouterr().out.startswith("Correct:")
 
 
+def test_patchify_refuses_tx_s_own_function_the_page_folds():
+    import tx.vision
+
+    with pytest.raises(AssertionError, match="calls tx.vision.patchify"):
+        ch14.check_patchify(lambda images, P: tx.vision.patchify(images, P))
+
+
 def _blocks(images, P):
     B, C, H, W = images.shape
     return images.reshape(B, C, H // P, P, W // P, P), (B, (H // P) * (W // P), C * P * P)
