@@ -10,6 +10,7 @@ Run with ``make site-test`` after ``make book``; ``make test`` does both.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -94,17 +95,29 @@ def browser():
             browser.close()
 
 
+def _first_to_claim(path) -> bool:
+    """True for the first process of this run to ask for ``path``: each test file (one a
+    worker) opens every page, and a full-page screenshot costs 1 to 5 s of CPU, so one is
+    enough. The claim is a hidden file beside it; pytest_configure emptied the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path.with_name(f".{path.name}.claimed"), os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return False
+    return True
+
+
 def _visits(browser, site, viewport: dict, folder):
-    """A function that opens a page once at this size, settled and screenshotted into folder,
-    and keeps it open; and the pages it opened."""
+    """A function that opens a page once at this size, settled and screenshotted into folder
+    (by whichever worker opens it first), and keeps it open; and the pages it opened."""
     opened: dict[str, Visit] = {}
 
     def visit(docname: str) -> Visit:
         if docname not in opened:
             v = open_page(browser, site, f"{docname}.html", viewport=viewport)
             shot = folder / f"{docname}.png"
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            v.page.screenshot(path=str(shot), full_page=True)
+            if _first_to_claim(shot):
+                v.page.screenshot(path=str(shot), full_page=True)
             opened[docname] = v
         return opened[docname]
 
