@@ -127,11 +127,8 @@ book-then-site: $(STAMP) $(VENDOR_STAMP)
 	$(MAKE) --no-print-directory site-test SITE_ARGS="-n 4 --dist loadfile"
 
 # The unit tests, then the JupyterLab test: one queue of pytest runs beside the book build.
-# The unit tests run at a lower priority (nice 5: about a quarter of a contested core) so that
-# the build, which the site tests wait for, is not slowed to half speed by them; they take
-# the cycles the build leaves (its Sphinx stage uses one core) and need no more than that.
 unit-then-lab: $(STAMP)
-	nice -n 5 $(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory lab-test
 
 ## unit: tx's tests, two workers: --dist worksteal hands a worker that runs out of tests the
