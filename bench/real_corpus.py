@@ -14,10 +14,13 @@ With ``--measure CHECKPOINT`` it trains nothing: it measures a trained checkpoin
 held-out split (the corpus's SHA-256 and seed come from its metadata), namely the unknown-word
 rate of a word vocabulary of the training split against the BPE vocabularies' unknown pieces
 and pieces per word, and greedy against beam search, and writes the figures into the
-checkpoint's metadata ``info`` ("subwords", "test_beam", "robustness"), leaving its tensors
-byte-identical. "robustness" is greedy BLEU on the test split as written and as people type it
-(all in capitals, without accents, without the final mark), each typed form read as is and
-through :func:`tx.subwords.tidy_typed`, cased and lowercased:
+checkpoint's metadata ``info`` ("subwords", "test_beam", "robustness", "deduplicated"), leaving
+its tensors byte-identical. "robustness" is greedy BLEU on the test split as written and as people
+type it (all in capitals, without accents, without the final mark), each typed form read as is and
+through :func:`tx.subwords.tidy_typed`, cased and lowercased. "deduplicated" is greedy BLEU on the
+test pairs left once :func:`tx.data.drop_near_duplicates` takes out those whose French differs
+from a training sentence only by a name, pronoun, number, case, accents or punctuation, beside
+the same measure on all of them:
 
     python bench/real_corpus.py --measure tx/checkpoints/fr_en_real.safetensors
 
@@ -155,6 +158,42 @@ def robustness_figures(ck: tx.checkpoint.Checkpoint, pairs) -> dict:
     return figures
 
 
+def deduplicated_figures(ck: tx.checkpoint.Checkpoint, corpus: tx.data.ParallelCorpus, n_examples: int = 6) -> dict:
+    """Greedy cased BLEU and exact match on the test pairs tx.data.drop_near_duplicates keeps, on
+    those it removes and on all of them (one greedy translation of the split, as info["test"]),
+    and a few removed French sentences beside a training sentence of the same normalised form."""
+    kept, removed = tx.data.drop_near_duplicates(corpus.train, corpus.test)
+    n_kept, kept = len(kept), set(kept)
+    sources = [fr for fr, _ in corpus.test]
+    references = [ck.tgt_vocab.normalise(en) for _, en in corpus.test]
+    greedy = tx.evaluate.translate(ck.model, sources, ck.src_vocab, ck.tgt_vocab)
+
+    def scores(which) -> tuple[float, float]:
+        hyps = [g for g, pair in zip(greedy, corpus.test) if which(pair)]
+        refs = [r for r, pair in zip(references, corpus.test) if which(pair)]
+        return tx.evaluate.bleu(hyps, refs), tx.evaluate.exact_match(hyps, refs)
+
+    names = tx.data.proper_names(fr for fr, _ in corpus.train + corpus.test)
+    train_form = {tx.data.normalised_form(fr, names): fr for fr, _ in corpus.train}
+    words = lambda s: re.sub(r"\W+", " ", s.lower()).strip()  # noqa: E731
+    twins = {fr: train_form[tx.data.normalised_form(fr, names)] for fr, en in corpus.test if (fr, en) not in kept}
+    # examples that need a placeholder, one per normalised form, those with a name or a number first
+    examples: dict[str, list[str]] = {}
+    for fr, twin in twins.items():
+        if words(fr) != words(twin):
+            examples.setdefault(twin, [fr, twin])
+    examples = sorted(examples.values(), key=lambda ex: not re.search(r"NAME|NUM", tx.data.normalised_form(ex[0], names)))
+    bleu, exact = scores(lambda pair: pair in kept)
+    bleu_all, exact_all = scores(lambda pair: True)
+    bleu_removed, exact_removed = scores(lambda pair: pair not in kept)
+    return {"n": len(corpus.test), "removed": removed, "kept": n_kept, "decoding": "greedy",
+            "bleu": bleu, "exact_match": exact, "bleu_all": bleu_all, "exact_match_all": exact_all,
+            "bleu_removed": bleu_removed, "exact_match_removed": exact_removed,
+            # removed sentences whose training twin has the same words (case, marks or spaces differ)
+            "same_words": sum(words(fr) == words(twins[fr]) for fr, en in corpus.test if (fr, en) not in kept),
+            "examples": examples[:n_examples]}
+
+
 def tensor_sha256(path: Path) -> str:
     """SHA-256 of a safetensors file's tensor bytes (everything after its header)."""
     raw = path.read_bytes()
@@ -173,10 +212,11 @@ def measure(path: Path, tsv: Path, beam: int) -> None:
     info["subwords"] = vocabulary_figures(corpus, ck.src_vocab, ck.tgt_vocab)
     info["test_beam"] = beam_figures(ck, corpus.test, beam)
     info["robustness"] = robustness_figures(ck, corpus.test)
+    info["deduplicated"] = deduplicated_figures(ck, corpus)
     before = tensor_sha256(path)
     tx.checkpoint.save(path, ck.model, ck.src_vocab, ck.tgt_vocab, info)
     assert tensor_sha256(path) == before, "rewriting the metadata changed the tensors"
-    print(json.dumps({k: info[k] for k in ("subwords", "test_beam", "robustness")}, indent=1))
+    print(json.dumps({k: info[k] for k in ("subwords", "test_beam", "robustness", "deduplicated")}, indent=1))
 
 
 if __name__ == "__main__":

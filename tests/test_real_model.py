@@ -98,3 +98,35 @@ def test_real_model_vocabulary_and_beam_figures_are_re_measured(real):
                                   beam_size=beam["beam_size"], length_penalty=beam["length_penalty"])
     assert scores["bleu"] == pytest.approx(beam["beam"]["bleu"], abs=0.2)
     assert scores["exact_match"] == pytest.approx(beam["beam"]["exact_match"], abs=0.005)
+
+
+def test_real_model_keeps_its_figure_without_near_duplicates(real):
+    """bench/real_corpus.py --measure: greedy BLEU once test sentences that differ from a training
+    sentence only by a name, pronoun, number, case or marks are taken out (issue 26)."""
+    info, dedup = real.info, real.info["deduplicated"]
+    n = info["pairs"]["test"]
+    assert dedup["n"] == n and dedup["kept"] + dedup["removed"] == n
+    assert 0 < dedup["removed"] < n / 4 and 0 <= dedup["same_words"] <= dedup["removed"]
+    assert dedup["decoding"] == "greedy" and dedup["bleu_all"] == pytest.approx(info["test"]["bleu"])
+    assert dedup["exact_match_all"] == pytest.approx(info["test"]["exact_match"])
+    # the near-twins of training sentences are the easy ones: taking them out lowers the score
+    assert 0 < dedup["bleu"] < dedup["bleu_all"] < dedup["bleu_removed"] <= 100
+    # the shares of exact matches add up, weighted by the sizes of the two parts
+    assert dedup["exact_match"] * dedup["kept"] + dedup["exact_match_removed"] * dedup["removed"] == \
+        pytest.approx(dedup["exact_match_all"] * n)
+    examples = dedup["examples"]
+    names = tx.data.proper_names(s for pair in examples for s in pair)
+    assert examples and all(test != train for test, train in examples)
+    for test, train in examples:
+        assert tx.data.normalised_form(test, names) == tx.data.normalised_form(train, names), (test, train)
+
+
+@pytest.mark.skipif(not SHARED.is_file(), reason=f"the training corpus is not here ({SHARED}); "
+                    "a reader's clone has no ../shared/data/, so the committed figures cannot be re-measured")
+def test_real_model_near_duplicate_count_is_re_measured(real):
+    info = real.info
+    corpus = tx.data.split_corpus(tx.data.load_parallel_tsv(SHARED), seed=info["seed"])
+    kept, removed = tx.data.drop_near_duplicates(corpus.train, corpus.test)
+    assert (len(kept), removed) == (info["deduplicated"]["kept"], info["deduplicated"]["removed"])
+    train_french = {fr for fr, _ in corpus.train}
+    assert all(twin in train_french for _, twin in info["deduplicated"]["examples"])
