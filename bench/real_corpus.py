@@ -18,7 +18,7 @@ checkpoint's metadata ``info`` ("subwords", "test_beam", "robustness", "deduplic
 its tensors byte-identical. "robustness" is greedy BLEU on the test split as written and as people
 type it (all in capitals, without accents, without the final mark), each typed form read as is and
 through :func:`tx.subwords.tidy_typed`, cased and lowercased. "deduplicated" is greedy BLEU on the
-test pairs left once :func:`tx.data.drop_near_duplicates` takes out those whose French differs
+test pairs left once :func:`tx.near_duplicates.drop_near_duplicates` takes out those whose French differs
 from a training sentence only by a name, pronoun, number, case, accents or punctuation, beside
 the same measure on all of them:
 
@@ -159,10 +159,10 @@ def robustness_figures(ck: tx.checkpoint.Checkpoint, pairs) -> dict:
 
 
 def deduplicated_figures(ck: tx.checkpoint.Checkpoint, corpus: tx.data.ParallelCorpus, n_examples: int = 6) -> dict:
-    """Greedy cased BLEU and exact match on the test pairs tx.data.drop_near_duplicates keeps, on
+    """Greedy cased BLEU and exact match on the test pairs tx.near_duplicates.drop_near_duplicates keeps, on
     those it removes and on all of them (one greedy translation of the split, as info["test"]),
     and a few removed French sentences beside a training sentence of the same normalised form."""
-    kept, removed = tx.data.drop_near_duplicates(corpus.train, corpus.test)
+    kept, removed = tx.near_duplicates.drop_near_duplicates(corpus.train, corpus.test)
     n_kept, kept = len(kept), set(kept)
     sources = [fr for fr, _ in corpus.test]
     references = [ck.tgt_vocab.normalise(en) for _, en in corpus.test]
@@ -173,16 +173,16 @@ def deduplicated_figures(ck: tx.checkpoint.Checkpoint, corpus: tx.data.ParallelC
         refs = [r for r, pair in zip(references, corpus.test) if which(pair)]
         return tx.evaluate.bleu(hyps, refs), tx.evaluate.exact_match(hyps, refs)
 
-    names = tx.data.proper_names(fr for fr, _ in corpus.train + corpus.test)
-    train_form = {tx.data.normalised_form(fr, names): fr for fr, _ in corpus.train}
+    names = tx.near_duplicates.proper_names(fr for fr, _ in corpus.train + corpus.test)
+    train_form = {tx.near_duplicates.normalised_form(fr, names): fr for fr, _ in corpus.train}
     words = lambda s: re.sub(r"\W+", " ", s.lower()).strip()  # noqa: E731
-    twins = {fr: train_form[tx.data.normalised_form(fr, names)] for fr, en in corpus.test if (fr, en) not in kept}
+    twins = {fr: train_form[tx.near_duplicates.normalised_form(fr, names)] for fr, en in corpus.test if (fr, en) not in kept}
     # examples that need a placeholder, one per normalised form, those with a name or a number first
     examples: dict[str, list[str]] = {}
     for fr, twin in twins.items():
         if words(fr) != words(twin):
             examples.setdefault(twin, [fr, twin])
-    examples = sorted(examples.values(), key=lambda ex: not re.search(r"NAME|NUM", tx.data.normalised_form(ex[0], names)))
+    examples = sorted(examples.values(), key=lambda ex: not re.search(r"NAME|NUM", tx.near_duplicates.normalised_form(ex[0], names)))
     bleu, exact = scores(lambda pair: pair in kept)
     bleu_all, exact_all = scores(lambda pair: True)
     bleu_removed, exact_removed = scores(lambda pair: pair not in kept)

@@ -115,10 +115,10 @@ def test_real_model_keeps_its_figure_without_near_duplicates(real):
     assert dedup["exact_match"] * dedup["kept"] + dedup["exact_match_removed"] * dedup["removed"] == \
         pytest.approx(dedup["exact_match_all"] * n)
     examples = dedup["examples"]
-    names = tx.data.proper_names(s for pair in examples for s in pair)
+    names = tx.near_duplicates.proper_names(s for pair in examples for s in pair)
     assert examples and all(test != train for test, train in examples)
     for test, train in examples:
-        assert tx.data.normalised_form(test, names) == tx.data.normalised_form(train, names), (test, train)
+        assert tx.near_duplicates.normalised_form(test, names) == tx.near_duplicates.normalised_form(train, names), (test, train)
 
 
 @pytest.mark.skipif(not SHARED.is_file(), reason=f"the training corpus is not here ({SHARED}); "
@@ -126,7 +126,7 @@ def test_real_model_keeps_its_figure_without_near_duplicates(real):
 def test_real_model_near_duplicate_count_is_re_measured(real):
     info = real.info
     corpus = tx.data.split_corpus(tx.data.load_parallel_tsv(SHARED), seed=info["seed"])
-    kept, removed = tx.data.drop_near_duplicates(corpus.train, corpus.test)
+    kept, removed = tx.near_duplicates.drop_near_duplicates(corpus.train, corpus.test)
     assert (len(kept), removed) == (info["deduplicated"]["kept"], info["deduplicated"]["removed"])
     train_french = {fr for fr, _ in corpus.train}
     assert all(twin in train_french for _, twin in info["deduplicated"]["examples"])

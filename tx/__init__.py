@@ -39,13 +39,13 @@ __all__ = [
     "LanguageModelConfig", "LanguageModel", "LanguageModelCache", "generate",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
     "subwords", "translate", "export", "live", "vision", "generation", "lm_train", "scale",
-    "tokens", "parallel", "progress", "train_state", "cli",
+    "tokens", "parallel", "progress", "train_state", "cli", "near_duplicates",
 ]
 
 _LAZY = {
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate",
     "export", "live", "lm_train", "scale", "tokens", "parallel", "progress", "train_state", "cli",
-    "vision",  # imports scikit-learn, only to load the digits
+    "near_duplicates", "vision",  # imports scikit-learn, only to load the digits
 }
 
 
