@@ -451,6 +451,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", equation_numbers_in_code)
     app.add_js_file("tx-explorer.js", loading_method="defer")
     app.add_js_file("tx-live.js", loading_method="defer")  # a few kB; the runtime loads only when used
+    app.add_js_file("tx-figures.js", loading_method="defer")  # each figure opens full size
     app.add_css_file("tx-book.css")
     app.connect("html-collect-pages", add_404_page)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
