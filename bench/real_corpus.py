@@ -162,35 +162,33 @@ def deduplicated_figures(ck: tx.checkpoint.Checkpoint, corpus: tx.data.ParallelC
     """Greedy cased BLEU and exact match on the test pairs tx.near_duplicates.drop_near_duplicates keeps, on
     those it removes and on all of them (one greedy translation of the split, as info["test"]),
     and a few removed French sentences beside a training sentence of the same normalised form."""
-    kept, removed = tx.near_duplicates.drop_near_duplicates(corpus.train, corpus.test)
-    n_kept, kept = len(kept), set(kept)
+    names = tx.near_duplicates.proper_names(fr for fr, _ in corpus.train + corpus.test)
+    twins = tx.near_duplicates.near_twins(corpus.train, corpus.test, names)  # the removed French -> its twin
     sources = [fr for fr, _ in corpus.test]
     references = [ck.tgt_vocab.normalise(en) for _, en in corpus.test]
     greedy = tx.evaluate.translate(ck.model, sources, ck.src_vocab, ck.tgt_vocab)
 
     def scores(which) -> tuple[float, float]:
-        hyps = [g for g, pair in zip(greedy, corpus.test) if which(pair)]
-        refs = [r for r, pair in zip(references, corpus.test) if which(pair)]
+        hyps = [g for g, fr in zip(greedy, sources) if which(fr)]
+        refs = [r for r, fr in zip(references, sources) if which(fr)]
         return tx.evaluate.bleu(hyps, refs), tx.evaluate.exact_match(hyps, refs)
 
-    names = tx.near_duplicates.proper_names(fr for fr, _ in corpus.train + corpus.test)
-    train_form = {tx.near_duplicates.normalised_form(fr, names): fr for fr, _ in corpus.train}
     words = lambda s: re.sub(r"\W+", " ", s.lower()).strip()  # noqa: E731
-    twins = {fr: train_form[tx.near_duplicates.normalised_form(fr, names)] for fr, en in corpus.test if (fr, en) not in kept}
     # examples that need a placeholder, one per normalised form, those with a name or a number first
     examples: dict[str, list[str]] = {}
     for fr, twin in twins.items():
         if words(fr) != words(twin):
             examples.setdefault(twin, [fr, twin])
     examples = sorted(examples.values(), key=lambda ex: not re.search(r"NAME|NUM", tx.near_duplicates.normalised_form(ex[0], names)))
-    bleu, exact = scores(lambda pair: pair in kept)
-    bleu_all, exact_all = scores(lambda pair: True)
-    bleu_removed, exact_removed = scores(lambda pair: pair not in kept)
-    return {"n": len(corpus.test), "removed": removed, "kept": n_kept, "decoding": "greedy",
+    removed = sum(fr in twins for fr in sources)
+    bleu, exact = scores(lambda fr: fr not in twins)
+    bleu_all, exact_all = scores(lambda fr: True)
+    bleu_removed, exact_removed = scores(lambda fr: fr in twins)
+    return {"n": len(corpus.test), "removed": removed, "kept": len(sources) - removed, "decoding": "greedy",
             "bleu": bleu, "exact_match": exact, "bleu_all": bleu_all, "exact_match_all": exact_all,
             "bleu_removed": bleu_removed, "exact_match_removed": exact_removed,
             # removed sentences whose training twin has the same words (case, marks or spaces differ)
-            "same_words": sum(words(fr) == words(twins[fr]) for fr, en in corpus.test if (fr, en) not in kept),
+            "same_words": sum(words(fr) == words(twins[fr]) for fr in sources if fr in twins),
             "examples": examples[:n_examples]}
 
 

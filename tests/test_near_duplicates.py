@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tx.near_duplicates import drop_near_duplicates, normalised_form, proper_names
+from tx.near_duplicates import drop_near_duplicates, near_twins, normalised_form, proper_names
 
 
 @pytest.mark.parametrize("sentence, names, form", [
@@ -45,5 +45,10 @@ def test_drop_near_duplicates_keeps_only_test_sentences_unlike_any_training_one(
             ("Léa est partie.", "Léa left.")]  # no name known: "lea est partie"
     kept, removed = drop_near_duplicates(train, test)
     assert kept == [test[1], test[3], test[5], test[6]] and removed == 3
+    # each dropped sentence beside the training sentence it nearly repeats
+    assert near_twins(train, test) == {"Paul est parti !": "Tom est parti.", "Il a 12 chiens.": "Elle a 3 chiens.",
+                                       "Viens\u202f!": "Viens !"}
+    # no names known: a capital that starts a sentence is no name, so "Paul est parti !" is new
+    assert near_twins(train, test, names=()) == {"Il a 12 chiens.": "Elle a 3 chiens.", "Viens\u202f!": "Viens !"}
     assert drop_near_duplicates(train, []) == ([], 0)
     assert drop_near_duplicates([], test) == (test, 0)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from .tokens import Pair
 
-__all__ = ["PRONOUNS", "proper_names", "normalised_form", "drop_near_duplicates"]
+__all__ = ["PRONOUNS", "proper_names", "normalised_form", "near_twins", "drop_near_duplicates"]
 
 # French personal pronouns, subject, object and stressed, elided forms included (j', m', t',
 # s'; "t" is also the euphonic t of "a-t-il"). Le, la, les and l' are left out: they are
@@ -89,14 +89,32 @@ def normalised_form(sentence: str, names: Iterable[str] = ()) -> str:
     return " ".join(out)
 
 
+def near_twins(train: Sequence[Pair], test: Sequence[Pair], names: Iterable[str] | None = None) -> dict[str, str]:
+    """Each ``test`` French sentence whose :func:`normalised_form` a ``train`` French sentence
+    has, mapped to such a training sentence (the last of them in ``train``).
+
+    ``names`` (plain forms) default to :func:`proper_names` of the French of both lists.
+    """
+    if names is None:
+        names = proper_names(fr for fr, _ in [*train, *test])
+    names = set(names)
+    forms = {normalised_form(fr, names): fr for fr, _ in train}
+    twins = {}
+    for fr, _ in test:
+        twin = forms.get(normalised_form(fr, names))
+        if twin is not None:
+            twins[fr] = twin
+    return twins
+
+
 def drop_near_duplicates(train: Sequence[Pair], test: Sequence[Pair]) -> tuple[list[Pair], int]:
     """The ``test`` pairs whose French has a normalised form no ``train`` French has, and how
     many pairs were dropped.
 
     Names are learned with :func:`proper_names` from the French of both lists; a test
-    sentence is dropped when its :func:`normalised_form` equals a training sentence's.
+    sentence is dropped when its :func:`normalised_form` equals a training sentence's
+    (:func:`near_twins`).
     """
-    names = proper_names(fr for fr, _ in [*train, *test])
-    seen = {normalised_form(fr, names) for fr, _ in train}
-    kept = [pair for pair in test if normalised_form(pair[0], names) not in seen]
+    twins = near_twins(train, test)
+    kept = [pair for pair in test if pair[0] not in twins]
     return kept, len(test) - len(kept)
