@@ -113,18 +113,20 @@ book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 ## makes, so `make test` leaves nbval out. Two queues of work run side by side (-j2), so that
 ## both cores stay busy to the end: the build (its chapters two at a time), then the site's
 ## browser tests against it; and the unit tests, then the learner edition in real JupyterLab.
-## Threads that wait sleep (OMP_WAIT_POLICY). Timings: bench/README.md, "Test time".
+## Threads that wait sleep (OMP_WAIT_POLICY). No screenshots (TX_SCREENSHOTS=0): they are for
+## people to look at, and `make site-test` and `make lab-test` take them. Timings:
+## bench/README.md, "Test time".
 test: chromium
 	$(MAKE) --no-print-directory -j2 $(STAMP) $(VENDOR_STAMP)
-	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book-then-site unit-then-lab
+	TX_SCREENSHOTS=0 OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book-then-site unit-then-lab
 
 # The build, then the site's browser tests against it: one queue of work beside the other.
-# The site tests mostly wait (for pages, MathJax, the learner zip's install): four test files
-# at a time, one a worker, so the longest file (the explorers', about a third of the suite)
-# sets their time, at little cost to the other queue (bench/README.md, "Fourth pass").
+# The site tests run in one process, so that every test file shares one visit of each page
+# at each width (Chromium itself uses more than one core): 542 CPU-s where four workers, each
+# opening every page, used about twice that (bench/README.md, "Sixth pass").
 book-then-site: $(STAMP) $(VENDOR_STAMP)
 	$(MAKE) --no-print-directory book
-	$(MAKE) --no-print-directory site-test SITE_ARGS="-n 4 --dist loadfile"
+	$(MAKE) --no-print-directory site-test
 
 # The unit tests, then the JupyterLab test: one queue of pytest runs beside the book build.
 unit-then-lab: $(STAMP)
@@ -185,14 +187,14 @@ serve:
 chromium:
 	command -v chromium || (apt-get update && apt-get install -y chromium)
 
-## site-test: browser tests of the built site (_build/html) in headless Chromium
-## (one process: each page is opened once; `SITE_ARGS="-n 2 --dist loadfile"` runs a test file
-## per worker, faster on a machine with nothing else to do)
+## site-test: browser tests of the built site (_build/html) in headless Chromium, with
+## screenshots of every page in _build/screenshots/ (one process: each page is opened once
+## at each width; `SITE_ARGS="-n 2 --dist loadgroup"` gives each worker whole pages)
 site-test: $(STAMP) chromium
 	$(BIN)/pytest tests/site -q $(SITE_ARGS)
 
 ## lab-test: every chapter of the learner edition in real JupyterLab (headless Chromium):
-## Run All, then every control of every explorer (tests/lab)
+## Run All, then every control of every explorer (tests/lab); screenshots in _build/screenshots-lab/
 lab-test: $(STAMP) chromium
 	$(PARALLEL) $(BIN)/pytest tests/lab -n $(WORKERS) -q
 

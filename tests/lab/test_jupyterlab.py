@@ -18,7 +18,7 @@ each control through all its values cost this test about half its time (chapter 
 In JupyterLab an ipywidgets Output fed by ``display(fig)`` could keep an unfinished PNG
 (issue 29: 8 of 10 changes in chapter 12 came up blank), which no test without a browser and
 a real front end sees; this one does. Screenshots of each explorer after its changes go to
-_build/screenshots-lab/. Run with ``make lab-test``.
+_build/screenshots-lab/ (not in ``make test``: TX_SCREENSHOTS=0). Run with ``make lab-test``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import pytest
 from PIL import Image
 
 from notebook_tools import CHAPTERS, ROOT
+from sitekit import screenshot
 from tx.viz import DPI
 
 SCREENSHOTS = ROOT / "_build" / "screenshots-lab"
@@ -241,7 +242,6 @@ def test_run_all_then_every_explorer_control_shows_a_whole_figure(lab, browser, 
         explorers = page.locator(".tx-explorer-live")
         assert explorers.count() >= 1, "no live explorer after Run All"
         shot = SCREENSHOTS / name.removesuffix(".ipynb")
-        shot.parent.mkdir(parents=True, exist_ok=True)
         changes = 0
         for n in range(explorers.count()):
             explorer = explorers.nth(n)
@@ -267,7 +267,7 @@ def test_run_all_then_every_explorer_control_shows_a_whole_figure(lab, browser, 
                     print(f"{name} {what}: {after['width']}x{after['height']} ink {drawn:.3f}")
                     before = after
                     changes += 1
-                explorer.screenshot(path=f"{shot}-{n}-{control['i']}.png")
+                screenshot(explorer, f"{shot}-{n}-{control['i']}.png")
         print(f"{name}: Run All {ran - started:.0f} s, {changes} control changes "
               f"{time.monotonic() - ran:.0f} s, kernel CPU {lab.kernel_cpu_seconds(name):.0f} s")
         assert not errors, errors

@@ -20,15 +20,26 @@ import urllib.request
 
 import pytest
 
-from sitekit import CHROMIUM_ARGS, DESKTOP, HTML, PHONE, SCREENSHOTS, Visit, chromium_path, open_page
+from sitekit import (CHROMIUM_ARGS, DESKTOP, HTML, PHONE, SCREENSHOTS, TAKE_SCREENSHOTS, Visit, chromium_path,
+                     open_page, screenshot)
 
 # --------------------------------------------------------------------------- two workers
 
 
 def pytest_configure(config):
     """Last run's screenshots go, once, before any worker takes new ones (not on a worker)."""
-    if not hasattr(config, "workerinput") and SCREENSHOTS.exists():
+    if TAKE_SCREENSHOTS and not hasattr(config, "workerinput") and SCREENSHOTS.exists():
         shutil.rmtree(SCREENSHOTS)
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``-n N --dist loadgroup``, every test of one page runs in one worker, whatever its
+    file, so each page is opened once per width in the whole run (``visits``); a test of no
+    one page runs with the rest of its file (the learner zip's tests share one install)."""
+    for item in items:
+        params = getattr(item, "callspec", None)
+        page = params.params.get("docname") if params else None
+        item.add_marker(pytest.mark.xdist_group(page or item.module.__name__))
 
 
 # --------------------------------------------------------------------------- the server
@@ -78,6 +89,35 @@ def site() -> str:
             server.wait()
 
 
+# --------------------------------------------------------------------------- the learner zip
+
+
+@pytest.fixture(scope="session")
+def reader_set_up(tmp_path_factory):
+    """The learner zip's set-up (test_learner_zip.py), running in a process of its own; None
+    without a zip."""
+    from test_learner_zip import ZIP, ReaderSetUp
+
+    if not ZIP.is_file():
+        yield None
+        return
+    setup = ReaderSetUp(tmp_path_factory.mktemp("reader"))
+    try:
+        yield setup
+    finally:
+        setup.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _reader_set_up_starts_first(request):
+    """In one process (`make test`), the set-up starts with the run's first test, so that pip's
+    minutes pass beside the browser tests. Under xdist each worker would start its own, so
+    there it starts when a test of the zip first asks for it."""
+    if "PYTEST_XDIST_WORKER" not in os.environ and any(
+            "unzipped" in item.fixturenames for item in request.session.items):
+        request.getfixturevalue("reader_set_up")
+
+
 # --------------------------------------------------------------------------- the browser
 
 
@@ -116,8 +156,8 @@ def _visits(browser, site, viewport: dict, folder):
         if docname not in opened:
             v = open_page(browser, site, f"{docname}.html", viewport=viewport)
             shot = folder / f"{docname}.png"
-            if _first_to_claim(shot):
-                v.page.screenshot(path=str(shot), full_page=True)
+            if TAKE_SCREENSHOTS and _first_to_claim(shot):
+                screenshot(v.page, shot, full_page=True)
             opened[docname] = v
         return opened[docname]
 
@@ -126,7 +166,10 @@ def _visits(browser, site, viewport: dict, folder):
 
 @pytest.fixture(scope="session")
 def visits(browser, site):
-    """Each page of the book opened once at 1280 px, settled, screenshotted, and kept open."""
+    """Each page of the book opened once at 1280 px, settled, screenshotted, and kept open.
+
+    Tests that change a page (turn an explorer's controls, open a solution) put it back as
+    they found it, so that every test of a run shares one visit per page and width."""
     visit, opened = _visits(browser, site, DESKTOP, SCREENSHOTS)
     yield visit
     for v in opened.values():

@@ -16,6 +16,11 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 BOOK = Path(__file__).resolve().parents[2]
 HTML = BOOK / "_build" / "html"
 SCREENSHOTS = BOOK / "_build" / "screenshots"
+# Screenshots are for people to look at (the developers' guide: a page is done when its
+# screenshots have been read), not checks: `make site-test` and `make lab-test` take them,
+# `make test` does not (TX_SCREENSHOTS=0). A full page costs 1 to 11 s of Chromium's CPU
+# (the API page is 134,000 px tall): about 110 CPU-s for the book at both widths.
+TAKE_SCREENSHOTS = os.environ.get("TX_SCREENSHOTS", "1") != "0"
 
 # Debian's Chromium as CI runs it, as root: no sandbox, no GPU, and none of the browser's
 # own background connections (the network reaches only package registries).
@@ -79,6 +84,13 @@ def chromium_path() -> str:
     if not Path(path).exists():
         pytest.fail("Chromium is not installed: run `make chromium` (Debian's package).")
     return path
+
+
+def screenshot(target, path, **options) -> None:
+    """``target.screenshot`` (a page or a locator) to path, when screenshots are wanted."""
+    if TAKE_SCREENSHOTS:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        target.screenshot(path=str(path), **options)
 
 
 @dataclass

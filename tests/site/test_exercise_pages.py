@@ -13,7 +13,7 @@ import zipfile
 
 import pytest
 
-from sitekit import HTML, open_page, toc_pages
+from sitekit import HTML, toc_pages
 
 CHAPTERS = [p for p in toc_pages() if p.startswith("chapters/")]
 
@@ -112,9 +112,9 @@ def test_the_exercises_offer_the_learner_edition_and_the_run_all_time(docname):
         assert slow in before_exercises
 
 
-@pytest.mark.parametrize("width", [1280, 390], ids=["desktop", "phone"])
+@pytest.mark.parametrize("width", ["visits", "phone_visits"], ids=["desktop", "phone"])
 @pytest.mark.parametrize("docname", CHAPTERS)
-def test_a_click_on_a_solutions_title_opens_that_solution(browser, site, docname, width):
+def test_a_click_on_a_solutions_title_opens_that_solution(request, docname, width):
     # Issue 24: a solution's bar says "Solution to Exercise N.N", and "Exercise N.N" was
     # sphinx-exercise's link to the exercise. A click on it jumped there, threw
     # "ReferenceError: button is not defined" in togglebutton.js on a first click, and on a
@@ -122,43 +122,39 @@ def test_a_click_on_a_solutions_title_opens_that_solution(browser, site, docname
     # open that solution, and only it, and a second click close it.
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-    # Not settled to networkidle, which a loaded machine can miss by 30 s: only the bars'
-    # layout matters, and MathJax typesets some titles (chapter 5's W^O).
-    visit = open_page(browser, site, f"{docname}.html", settle=False)
-    try:
-        page = visit.page
-        page.evaluate("async () => { if (window.MathJax?.startup?.promise) await MathJax.startup.promise; }")
-        page.set_viewport_size({"width": width, "height": 844 if width < 768 else 900})
-        solutions = page.locator("article .solution.dropdown")
-        count = solutions.count()
-        assert count, "a chapter without solutions (each chapter ends with exercises)"
-        bodies = [solutions.nth(i).locator(":scope > :not(.admonition-title)") for i in range(count)]
+    # The page every test shares at this width (conftest.py): each solution opened is closed
+    # again, as the page was.
+    visit = request.getfixturevalue(width)(docname)
+    page = visit.page
+    solutions = page.locator("article .solution.dropdown")
+    count = solutions.count()
+    assert count, "a chapter without solutions (each chapter ends with exercises)"
+    bodies = [solutions.nth(i).locator(":scope > :not(.admonition-title)") for i in range(count)]
 
-        def shown() -> list[bool]:
-            return [any(b.nth(j).is_visible() for j in range(b.count())) for b in bodies]
+    def shown() -> list[bool]:
+        return [any(b.nth(j).is_visible() for j in range(b.count())) for b in bodies]
 
-        for i in range(count):
-            title = solutions.nth(i).locator(":scope > .admonition-title")
-            text = title.locator(":scope > a").first  # "Exercise N.N (...)", sphinx-exercise's link
-            assert text.count(), f"solution {i + 1}: no exercise named in its title"
-            name = " ".join(title.inner_text().split())
-            for click, opened in (("first", True), ("second", False)):
-                text.scroll_into_view_if_needed()
-                # Where a reader clicks: the middle of the text's first line (on a phone it wraps).
-                x, y = text.evaluate(
-                    "e => { const r = e.getClientRects()[0]; return [r.x + r.width / 2, r.y + r.height / 2]; }"
-                )
-                page.mouse.click(x, y)
-                try:
-                    bodies[i].first.wait_for(state="visible" if opened else "hidden", timeout=5_000)
-                except PlaywrightTimeoutError:
-                    pass  # the assertions below say what happened instead
-                assert page.url == visit.url, f"the {click} click on {name!r} went to {page.url}"
-                assert not visit.page_errors, f"the {click} click on {name!r}: {visit.page_errors}"
-                expected = [opened and n == i for n in range(count)]
-                assert shown() == expected, (
-                    f"after the {click} click on {name!r} the solutions shown are {shown()}, not {expected}"
-                )
-        assert not visit.problems(), "\n".join(visit.problems())
-    finally:
-        visit.context.close()
+    assert not any(shown()), "a solution is open before any click"
+    for i in range(count):
+        title = solutions.nth(i).locator(":scope > .admonition-title")
+        text = title.locator(":scope > a").first  # "Exercise N.N (...)", sphinx-exercise's link
+        assert text.count(), f"solution {i + 1}: no exercise named in its title"
+        name = " ".join(title.inner_text().split())
+        for click, opened in (("first", True), ("second", False)):
+            text.scroll_into_view_if_needed()
+            # Where a reader clicks: the middle of the text's first line (on a phone it wraps).
+            x, y = text.evaluate(
+                "e => { const r = e.getClientRects()[0]; return [r.x + r.width / 2, r.y + r.height / 2]; }"
+            )
+            page.mouse.click(x, y)
+            try:
+                bodies[i].first.wait_for(state="visible" if opened else "hidden", timeout=5_000)
+            except PlaywrightTimeoutError:
+                pass  # the assertions below say what happened instead
+            assert page.url == visit.url, f"the {click} click on {name!r} went to {page.url}"
+            assert not visit.page_errors, f"the {click} click on {name!r}: {visit.page_errors}"
+            expected = [opened and n == i for n in range(count)]
+            assert shown() == expected, (
+                f"after the {click} click on {name!r} the solutions shown are {shown()}, not {expected}"
+            )
+    assert not visit.problems(), "\n".join(visit.problems())

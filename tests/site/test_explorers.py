@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from sitekit import HTML, SCREENSHOTS, is_notebook, open_page, toc_pages
+from sitekit import HTML, SCREENSHOTS, is_notebook, screenshot, toc_pages
 
 CHAPTERS = [p for p in toc_pages() if is_notebook(p) and p.startswith("chapters/")]
 PAGE_LIMIT = 8 * 2**20  # bytes of one chapter page (its frames are inline PNGs)
@@ -66,26 +66,10 @@ def _shown(page, root) -> dict:
     return shown
 
 
-@pytest.fixture(scope="module")
-def pages(browser, site, visits):
-    """Each chapter opened once in its own context (the tests change its explorers).
-
-    After `visits`, which starts by emptying the screenshot folder these tests write to."""
-    opened = {}
-
-    def page(docname):
-        if docname not in opened:
-            opened[docname] = open_page(browser, site, f"{docname}.html")
-        return opened[docname]
-
-    yield page
-    for visit in opened.values():
-        visit.context.close()
-
-
 @pytest.mark.parametrize("docname", CHAPTERS)
-def test_every_control_of_every_explorer_changes_the_figure(pages, docname):
-    visit = pages(docname)
+def test_every_control_of_every_explorer_changes_the_figure(visits, docname):
+    # The page is the one every test shares (conftest.py): each control is put back.
+    visit = visits(docname)
     page = visit.page
     explorers = page.locator(".tx-explorer")
     assert explorers.count() >= 1, "the chapter has no explorer (tx.explorer.explore)"
@@ -97,8 +81,7 @@ def test_every_control_of_every_explorer_changes_the_figure(pages, docname):
         assert first["alt"].strip(), "the first frame has no alt text"
         start = {c["id"]: c["value"] for c in controls}
         shot = SCREENSHOTS / "explorers" / docname.replace("/", "_")
-        shot.parent.mkdir(parents=True, exist_ok=True)
-        explorers.nth(n).screenshot(path=f"{shot}-{n}-first.png")
+        screenshot(explorers.nth(n), f"{shot}-{n}-first.png")
         for control in controls:
             assert control["shown"] and control["labelShown"] and control["label"], (
                 f"control {control['id']} is hidden or has no visible label: {control}"
@@ -118,7 +101,7 @@ def test_every_control_of_every_explorer_changes_the_figure(pages, docname):
                 assert after["alt"] != before["alt"], (
                     f"{control['id']} = {value}: the alt text still names {before['alt']!r}"
                 )
-            explorers.nth(n).screenshot(path=f"{shot}-{n}-{control['id'].rsplit('-', 1)[-1]}.png")
+            screenshot(explorers.nth(n), f"{shot}-{n}-{control['id'].rsplit('-', 1)[-1]}.png")
             # back to the first state, so each control is tried from the state the page opens on
             for other in controls:
                 locator = page.locator(f"#{other['id']}")
@@ -131,8 +114,8 @@ def test_every_control_of_every_explorer_changes_the_figure(pages, docname):
 
 
 @pytest.mark.parametrize("docname", CHAPTERS)
-def test_explorers_work_from_the_keyboard(pages, docname):
-    visit = pages(docname)
+def test_explorers_work_from_the_keyboard(visits, docname):
+    visit = visits(docname)
     page = visit.page
     explorers = page.locator(".tx-explorer")
     for n in range(explorers.count()):
@@ -155,24 +138,17 @@ def test_explorers_work_from_the_keyboard(pages, docname):
 
 
 @pytest.mark.parametrize("docname", CHAPTERS)
-def test_explorers_fit_a_phone(pages, browser, site, docname):
-    visit = open_page(browser, site, f"{docname}.html", settle=False)
-    try:
-        page = visit.page
-        page.set_viewport_size({"width": 390, "height": 844})
-        wide = page.evaluate(
-            """() => [...document.querySelectorAll('.tx-explorer-control, .tx-explorer-frame img')]
-                  .filter(e => e.checkVisibility()).map(e => e.getBoundingClientRect())
-                  .filter(r => r.right > window.innerWidth + 1).map(r => Math.round(r.right))"""
-        )
-        assert not wide, f"explorer parts wider than a 390 px screen: right edges at {wide}"
-        first = page.locator(".tx-explorer").first
-        first.scroll_into_view_if_needed()
-        shot = SCREENSHOTS / "explorers" / f"{docname.replace('/', '_')}-390.png"
-        shot.parent.mkdir(parents=True, exist_ok=True)
-        first.screenshot(path=str(shot))
-    finally:
-        visit.context.close()
+def test_explorers_fit_a_phone(phone_visits, docname):
+    page = phone_visits(docname).page
+    wide = page.evaluate(
+        """() => [...document.querySelectorAll('.tx-explorer-control, .tx-explorer-frame img')]
+              .filter(e => e.checkVisibility()).map(e => e.getBoundingClientRect())
+              .filter(r => r.right > window.innerWidth + 1).map(r => Math.round(r.right))"""
+    )
+    assert not wide, f"explorer parts wider than a 390 px screen: right edges at {wide}"
+    first = page.locator(".tx-explorer").first
+    first.scroll_into_view_if_needed()
+    screenshot(first, SCREENSHOTS / "explorers" / f"{docname.replace('/', '_')}-390.png")
 
 
 def test_without_javascript_the_first_state_is_a_captioned_figure(browser, site):

@@ -618,19 +618,14 @@ def test_the_trained_models_pages_opened_from_a_file_say_how_to_serve_the_site(b
 
 
 @pytest.mark.parametrize("docname", sorted({PAGE, LM_PAGE, VIT_PAGE, *(d for d, _ in LIVE_PAGES)}))
-def test_every_live_control_is_on_a_phone_s_screen(browser, site, docname):
+def test_every_live_control_is_on_a_phone_s_screen(phone_visits, docname):
     # A row of controls that cannot wrap pushes its last ones past the right edge, where the
     # output area clips them (chapter 14's Clear button once was).
-    visit = open_page(browser, site, f"{docname}.html", settle=False)
-    try:
-        page = visit.page
-        page.set_viewport_size({"width": 390, "height": 844})
-        page.wait_for_function("() => [...document.querySelectorAll('[data-live-model] form')].every(f => !f.hidden)")
-        off = page.evaluate(
-            """() => [...document.querySelectorAll('[data-live-model] :is(button, select, input, canvas)')]
-                  .filter(e => e.checkVisibility()).map(e => [e.textContent || e.name || e.tagName, e.getBoundingClientRect()])
-                  .filter(([, r]) => r.left < -1 || r.right > window.innerWidth + 1).map(([n, r]) => `${n} at ${Math.round(r.right)}`)"""
-        )
-        assert not off, f"live controls past a 390 px screen's edge: {off}"
-    finally:
-        visit.context.close()
+    page = phone_visits(docname).page
+    page.wait_for_function("() => [...document.querySelectorAll('[data-live-model] form')].every(f => !f.hidden)")
+    off = page.evaluate(
+        """() => [...document.querySelectorAll('[data-live-model] :is(button, select, input, canvas)')]
+              .filter(e => e.checkVisibility()).map(e => [e.textContent || e.name || e.tagName, e.getBoundingClientRect()])
+              .filter(([, r]) => r.left < -1 || r.right > window.innerWidth + 1).map(([n, r]) => `${n} at ${Math.round(r.right)}`)"""
+    )
+    assert not off, f"live controls past a 390 px screen's edge: {off}"

@@ -2,7 +2,7 @@
 
 Every page of _toc.yml (the intro, each chapter, the API page) is opened once, with every
 request recorded, and checked below; a chapter added to _toc.yml is covered at once.
-A full-page screenshot of each goes to _build/screenshots/.
+A full-page screenshot of each goes to _build/screenshots/ (not in `make test`: TX_SCREENSHOTS=0).
 """
 
 from __future__ import annotations
