@@ -128,6 +128,8 @@ def lab(edition, tmp_path_factory) -> Lab:
             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={edition}",
             f"--LabServerApp.user_settings_dir={home / 'settings'}",
             f"--LabServerApp.workspaces_dir={home / 'workspaces'}",
+            # window.jupyterapp, through which the tests open each notebook in the one page
+            "--LabApp.expose_app_in_browser=True",
         ] + (["--allow-root"] if os.geteuid() == 0 else [])
         server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}/"
@@ -169,3 +171,53 @@ def browser():
             yield browser
         finally:
             browser.close()
+
+
+class LabPage:
+    """One JupyterLab page for all the chapters a worker tests, each notebook opened in it
+    through JupyterLab's own command (``docmanager:open``) and closed after its test.
+
+    Loading JupyterLab into a fresh page costs about 5 CPU-s of Chromium, and it was loaded
+    again for each of the fifteen chapters. A test that fails leaves the page as it was, so
+    the next one starts from a newly loaded JupyterLab."""
+
+    def __init__(self, browser, lab: Lab, name: str):
+        self.browser, self.lab, self.name = browser, lab, name
+        self.context = self.page = None
+        self.errors: list[str] = []
+
+    def open(self, notebook: str):
+        """The page, showing ``notebook`` and nothing else, with its cells in the DOM."""
+        if self.page is None:
+            self.context = self.browser.new_context(viewport={"width": 1280, "height": 1000})
+            self.page = self.context.new_page()
+            self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+            self.page.goto(f"{self.lab.url}lab/workspaces/{self.name}?token={self.lab.token}")
+            self.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=120_000)
+            self.page.evaluate("async () => { await window.jupyterapp.restored; }")
+        self.errors.clear()
+        self.page.evaluate("async (path) => { await window.jupyterapp.commands.execute("
+                           "'docmanager:open', {path, factory: 'Notebook'}); }", notebook)
+        self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+        return self.page
+
+    def close_notebooks(self) -> None:
+        """Every document in the main area closed, without JupyterLab's "save changes?" dialog."""
+        self.page.evaluate("""() => { for (const w of Array.from(window.jupyterapp.shell.widgets('main')))
+                                          w.dispose(); }""")
+        self.page.wait_for_function("() => !document.querySelector('.jp-Notebook')", timeout=30_000)
+
+    def discard(self) -> None:
+        if self.context is not None:
+            self.context.close()
+        self.context = self.page = None
+
+
+@pytest.fixture(scope="session")
+def lab_page(browser, lab):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    page = LabPage(browser, lab, f"tests-{worker}")
+    try:
+        yield page
+    finally:
+        page.discard()

@@ -221,16 +221,12 @@ def actions(explorer, control: dict):
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_run_all_then_every_explorer_control_shows_a_whole_figure(lab, browser, name):
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+def test_run_all_then_every_explorer_control_shows_a_whole_figure(lab, lab_page, name):
     started = time.monotonic()
+    passed = False
     try:
-        workspace = re.sub(r"\W", "-", name.removesuffix(".ipynb"))
-        page.goto(f"{lab.url}lab/workspaces/{workspace}/tree/{name}?token={lab.token}")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+        page = lab_page.open(name)
+        errors = lab_page.errors
         run_all(page)
         ran = time.monotonic()
         saved = save(page, lab, name)
@@ -271,6 +267,10 @@ def test_run_all_then_every_explorer_control_shows_a_whole_figure(lab, browser, 
         print(f"{name}: Run All {ran - started:.0f} s, {changes} control changes "
               f"{time.monotonic() - ran:.0f} s, kernel CPU {lab.kernel_cpu_seconds(name):.0f} s")
         assert not errors, errors
+        passed = True
     finally:
-        context.close()
+        if passed:
+            lab_page.close_notebooks()
+        else:
+            lab_page.discard()
         lab.shut_down_kernels(name)
