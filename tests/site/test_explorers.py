@@ -213,3 +213,19 @@ def test_code_lines_fit_the_column(visits, docname):
         CODE_COLUMN,
     )
     assert not wide, f"{len(wide)} code lines over {CODE_COLUMN} characters: {wide[:3]}"
+    # and the column holds that many characters of the font it shows them in (a line of
+    # 78 wrapped at 1280 px in DejaVu Sans Mono at 14 px, issue 24)
+    narrow = page.evaluate(
+        """(limit) => [...document.querySelectorAll('div.cell_input pre, div.cell_output pre')]
+              .filter(p => p.checkVisibility()).map(p => {
+                  const cs = getComputedStyle(p), probe = document.createElement('span');
+                  probe.textContent = '0'.repeat(limit);
+                  p.appendChild(probe);
+                  const needed = probe.getBoundingClientRect().width;
+                  probe.remove();
+                  const room = p.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+                  return [Math.round(needed), Math.round(room)];
+              }).filter(([needed, room]) => needed > room)""",
+        CODE_COLUMN,
+    )
+    assert not narrow, f"{CODE_COLUMN} characters need more than a code cell's width [needed, room]: {narrow[:3]}"
