@@ -189,7 +189,8 @@ chromium:
 
 ## site-test: browser tests of the built site (_build/html) in headless Chromium, with
 ## screenshots of every page in _build/screenshots/ (one process: each page is opened once
-## at each width; `SITE_ARGS="-n 2 --dist loadgroup"` gives each worker whole pages)
+## at each width; `SITE_ARGS="-n 2 --dist loadfile"` runs a test file per worker, each
+## opening the pages it needs: bench/README.md, "Sixth pass", measured that slower)
 site-test: $(STAMP) chromium
 	$(BIN)/pytest tests/site -q $(SITE_ARGS)
 

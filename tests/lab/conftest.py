@@ -177,9 +177,9 @@ class LabPage:
     """One JupyterLab page for all the chapters a worker tests, each notebook opened in it
     through JupyterLab's own command (``docmanager:open``) and closed after its test.
 
-    Loading JupyterLab into a fresh page costs about 5 CPU-s of Chromium, and it was loaded
-    again for each of the fifteen chapters. A test that fails leaves the page as it was, so
-    the next one starts from a newly loaded JupyterLab."""
+    Opening a notebook in a freshly loaded JupyterLab cost 8 to 11 CPU-s (its kernel's start
+    included), once for each of the fifteen chapters. A test that fails throws its page away
+    (``discard``), so the next one starts from a newly loaded JupyterLab."""
 
     def __init__(self, browser, lab: Lab, name: str):
         self.browser, self.lab, self.name = browser, lab, name

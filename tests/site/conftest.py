@@ -32,16 +32,6 @@ def pytest_configure(config):
         shutil.rmtree(SCREENSHOTS)
 
 
-def pytest_collection_modifyitems(config, items):
-    """With ``-n N --dist loadgroup``, every test of one page runs in one worker, whatever its
-    file, so each page is opened once per width in the whole run (``visits``); a test of no
-    one page runs with the rest of its file (the learner zip's tests share one install)."""
-    for item in items:
-        params = getattr(item, "callspec", None)
-        page = params.params.get("docname") if params else None
-        item.add_marker(pytest.mark.xdist_group(page or item.module.__name__))
-
-
 # --------------------------------------------------------------------------- the server
 
 
