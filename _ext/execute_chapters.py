@@ -28,13 +28,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-import nbformat
-from jupyter_cache import get_cache
-from jupyter_cache.base import CacheBundleIn
-from jupyter_cache.executors.utils import single_nb_execution
-
-from book_site import set_kernel_environment  # this folder, _ext/
-
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book's default for execute.cache
 LIVE = ROOT / "_build" / "live"  # _config.yml's book_site_live_dir
@@ -42,6 +35,9 @@ LIVE = ROOT / "_build" / "live"  # _config.yml's book_site_live_dir
 
 def _execute(task: tuple[str, int]) -> tuple[str, nbformat.NotebookNode, float, str | None]:
     """One notebook run top to bottom in a fresh kernel, in the notebook's folder."""
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+
     path, timeout = task
     nb = nbformat.read(path, as_version=4)
     result = single_nb_execution(nb, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False)
@@ -60,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(p) for p in args.notebooks if not p.is_file()]
     if missing:
         parser.error(f"no such notebook: {', '.join(missing)}")
+    # Imported after the arguments are read, so that a mistyped command fails at once:
+    # these bring Sphinx and jupyter-cache's database layer, seconds on a busy machine.
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    from book_site import set_kernel_environment  # this folder, _ext/
 
     # Notebooks run --jobs at a time share the machine's cores: each kernel gets its share
     # of threads (one, for two at a time on two cores; a chapter that fixes its own thread

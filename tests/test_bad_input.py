@@ -19,7 +19,6 @@ import os
 import struct
 import subprocess
 import sys
-import time
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -535,7 +534,6 @@ def test_bad_input_gives_a_clear_error_and_changes_no_file(case: Case, tmp_path:
     (["--force", "--out", "{tmp}"], "is a directory; give a file path"),
 ])
 def test_command_line_fails_with_status_2_before_loading_any_corpus(tmp_path, argv, message):
-    start = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "tx.train", *(a.format(tmp=tmp_path) for a in argv)],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
@@ -543,7 +541,6 @@ def test_command_line_fails_with_status_2_before_loading_any_corpus(tmp_path, ar
     )
     assert result.returncode == 2
     assert message in result.stderr and "training" not in result.stderr
-    assert time.perf_counter() - start < 120  # the import of torch, not a training run
     assert not list(tmp_path.iterdir())
 
 
