@@ -95,7 +95,7 @@ def screenshot(target, path, **options) -> None:
 
 @dataclass
 class Visit:
-    """One page opened in its own browser context, with everything it asked for."""
+    """One page opened in a browser context (its own or a shared one), with everything it asked for."""
 
     url: str
     context: object = None
@@ -118,14 +118,19 @@ class Visit:
         )
 
 
-def open_page(browser, site: str, path: str, settle: bool = True, viewport: dict = DESKTOP) -> Visit:
-    """Open site + path in a fresh context of the given size that lets no request leave the site."""
+def open_page(browser, site: str, path: str, settle: bool = True, viewport: dict = DESKTOP,
+              context=None) -> Visit:
+    """Open site + path in a page that lets no request leave the site: in a fresh context of the
+    given size, or, where one is given, a new page of ``context`` (whose size it keeps)."""
     visit = Visit(url=site + path)
-    context = browser.new_context(viewport=viewport, accept_downloads=True)
-    # Every wait is for something that does come (a load, the network going quiet, a redraw);
-    # `make test` runs these beside the JupyterLab tests on two cores, where a page can take
-    # longer than Playwright's 30 s default. A page that never gets there still fails, later.
-    context.set_default_timeout(BUSY_MACHINE_MS)
+    own = context is None
+    if own:
+        context = browser.new_context(viewport=viewport, accept_downloads=True)
+        # Every wait is for something that does come (a load, the network going quiet, a
+        # redraw); `make test` runs these beside the JupyterLab tests on two cores, where a
+        # page can take longer than Playwright's 30 s default. A page that never gets there
+        # still fails, later.
+        context.set_default_timeout(BUSY_MACHINE_MS)
 
     def route(route):
         url = route.request.url
@@ -135,8 +140,10 @@ def open_page(browser, site: str, path: str, settle: bool = True, viewport: dict
             visit.external.append(url)
             route.abort("blockedbyclient")
 
-    context.route("**/*", route)
     page = context.new_page()
+    # A context of its own routes at the context, where a test may add a route of its own (a
+    # page's route would take precedence); a shared context routes each page, for its visit.
+    (context if own else page).route("**/*", route)
     page.on("request", lambda r: visit.requests.append(r.url))
     page.on(
         "requestfailed",
