@@ -90,13 +90,15 @@ def test_bf16_training_reaches_the_fp32_validation_loss():
     # that differ only in the seed (the weights, the dropout, the batches) show how far the
     # validation loss moves by chance, and the bf16 run must land where a fifth fp32 seed could:
     # inside the 99% prediction interval for one more run, mean +- t(0.995, 3) * s * sqrt(1 + 1/4)
-    # (t = 5.84: four runs say little about their own spread, so the interval is wide, +-0.7
-    # here, +-1.2 with ATEN_CPU_CAPABILITY=default, around 2.9; yet a bf16 run that stopped
-    # learning, at the untrained 5.3, falls outside).
+    # (t = 5.84: four runs say little about their own spread, so the interval is wide, +-0.65
+    # here, +-1.0 with ATEN_CPU_CAPABILITY=default, around 3.4; yet a bf16 run that stopped
+    # learning, at the untrained 5.3, falls outside). Batches of 16: the test's cost is the
+    # emulated bf16 run, and batches of 32 cost half as much again (50 CPU-s against 34) for
+    # the same verdict (measured 2026-11-25, AVX2 and ATEN_CPU_CAPABILITY=default).
     # 200 validation sentences (the other tests' corpus has 20, whose loss moves by chance
     # as much as the difference this test looks for)
     corpus = data.load_corpus(seed=0, n_pairs=4000)
-    cfg = TrainConfig(steps=100, batch_size=32, eval_every=100, warmup=30)
+    cfg = TrainConfig(steps=100, batch_size=16, eval_every=100, warmup=30)
 
     def valid_loss(precision, seed):
         torch.manual_seed(seed)
@@ -108,7 +110,9 @@ def test_bf16_training_reaches_the_fp32_validation_loss():
 
     fp32 = torch.tensor([valid_loss("fp32", seed) for seed in range(4)], dtype=torch.float64)
     bf16 = valid_loss("bf16", 0)
-    assert fp32.max() < 4.0, fp32  # every fp32 run learned something (the untrained loss is about 5.3)
+    # every fp32 run learned something: the untrained loss is about 5.3, and these runs
+    # measured 3.2 to 3.6 (AVX2 and ATEN_CPU_CAPABILITY=default)
+    assert fp32.max() < 4.5, fp32
     n = len(fp32)
     half_width = scipy.stats.t.ppf(0.995, n - 1) * fp32.std() * (1 + 1 / n) ** 0.5
     assert abs(bf16 - fp32.mean()) <= half_width, (bf16, fp32.tolist(), float(half_width))
