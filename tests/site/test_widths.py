@@ -150,3 +150,28 @@ def test_tables_fit_the_column(visits, docname):
     wide = [t for t in tables if t["width"] > t["box"] + 1]
     assert not wide, "tables wider than the column: " + "; ".join(
         f"'{t['head']}' {t['width']:.0f} px in {t['box']:.0f}" for t in wide)
+
+
+DARK_FRAMES_JS = """() => [...document.querySelectorAll('article div.cell_output .text_html')].map(e => ({
+    listing: !!e.querySelector(':scope > div.highlight'),
+    background: getComputedStyle(e).backgroundColor,
+    padding: getComputedStyle(e).paddingTop,
+}))"""
+
+
+def test_in_dark_mode_a_source_listing_is_not_framed_in_grey(visits):
+    """The theme frames every HTML output in light grey in dark mode (for HTML written dark on
+    white); a listing of tx's source (tx.viz.show_source) is drawn in the dark code colours
+    already, and keeps the page's background. Other HTML outputs (explorers) keep the frame."""
+    page = visits("chapters/09_final_linear_softmax").page
+    theme = page.evaluate("document.documentElement.dataset.theme")
+    try:
+        page.evaluate("document.documentElement.dataset.theme = 'dark'")
+        outputs = page.evaluate(DARK_FRAMES_JS)
+    finally:
+        page.evaluate(f"document.documentElement.dataset.theme = {theme!r}")
+    listings = [o for o in outputs if o["listing"]]
+    others = [o for o in outputs if not o["listing"]]
+    assert listings and others, outputs
+    assert all(o["background"] == "rgba(0, 0, 0, 0)" and o["padding"] == "0px" for o in listings), listings
+    assert all(o["background"] != "rgba(0, 0, 0, 0)" for o in others), others
