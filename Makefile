@@ -31,7 +31,8 @@ LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit unit-then-lab book-then-site notebooks lab clean vendor chromium site-test lab-test live-models serve lock
+.PHONY: book test unit book-once site-after-book unit-once lab-after-unit zip-after-lab notebooks lab clean vendor \
+	chromium site-test zip-test lab-test live-models serve lock
 
 # The environment is locked: requirements.lock holds every package's exact version and
 # SHA-256 (generated from requirements.txt by `make lock`), for Linux x86-64 and Python 3.11,
@@ -112,26 +113,35 @@ book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 ## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval
 ## makes, so `make test` leaves nbval out. Two queues of work run side by side (-j2), so that
 ## both cores stay busy to the end: the build (its chapters two at a time), then the site's
-## browser tests against it; and the unit tests, then the learner edition in real JupyterLab.
+## browser tests against it; and the unit tests, then the learner edition in real JupyterLab,
+## then the learner zip's set-up from the built site (it waits for the build if it must).
 ## Threads that wait sleep (OMP_WAIT_POLICY). No screenshots (TX_SCREENSHOTS=0): they are for
 ## people to look at, and `make site-test` and `make lab-test` take them. Timings:
 ## bench/README.md, "Test time".
 test: chromium
 	$(MAKE) --no-print-directory -j2 $(STAMP) $(VENDOR_STAMP)
-	TX_SCREENSHOTS=0 OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget book-then-site unit-then-lab
+	TX_SCREENSHOTS=0 OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget site-after-book zip-after-lab
 
-# The build, then the site's browser tests against it: one queue of work beside the other.
-# The site tests run in one process, so that every test file shares one visit of each page
-# at each width (Chromium itself uses more than one core): 542 CPU-s where four workers, each
-# opening every page, used about twice that (bench/README.md, "Sixth pass").
-book-then-site: $(STAMP) $(VENDOR_STAMP)
+# The two queues, as make prerequisites so that -j2 runs one beside the other. The build's
+# queue ended 2 to 4 minutes after the other in every fresh-clone run (bench/README.md,
+# "Seventh pass"), so the learner zip's tests (its pip install, about 100 CPU-s) end the other.
+book-once: $(STAMP) $(VENDOR_STAMP)
 	$(MAKE) --no-print-directory book
-	$(MAKE) --no-print-directory site-test
 
-# The unit tests, then the JupyterLab test: one queue of pytest runs beside the book build.
-unit-then-lab: $(STAMP)
+# The site's browser tests against the build, in one process, so that every test file shares
+# one visit of each page at each width (Chromium itself uses more than one core): 542 CPU-s
+# where four workers, each opening every page, used about twice that ("Sixth pass").
+site-after-book: book-once
+	$(MAKE) --no-print-directory site-test SITE_ARGS="--ignore=$(ZIP_TESTS)"
+
+unit-once: $(STAMP)
 	$(MAKE) --no-print-directory unit
+
+lab-after-unit: unit-once
 	$(MAKE) --no-print-directory lab-test
+
+zip-after-lab: lab-after-unit book-once
+	$(MAKE) --no-print-directory zip-test
 
 ## unit: tx's tests, two workers: --dist worksteal hands a worker that runs out of tests the
 ## pending ones of the other, so neither core idles behind a long test.
@@ -186,6 +196,12 @@ serve:
 ## chromium: Debian's Chromium for the browser tests (CI runs as root)
 chromium:
 	command -v chromium || (apt-get update && apt-get install -y chromium)
+
+## zip-test: the learner zip of the built site unzipped into an empty folder and set up by its
+## own README, as a reader does (tests/site/test_learner_zip.py; `make site-test` runs it too)
+ZIP_TESTS := tests/site/test_learner_zip.py
+zip-test: $(STAMP) chromium
+	$(BIN)/pytest $(ZIP_TESTS) -q
 
 ## site-test: browser tests of the built site (_build/html) in headless Chromium, with
 ## screenshots of every page in _build/screenshots/ (one process: each page is opened once
