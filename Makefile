@@ -129,8 +129,9 @@ book-once: $(STAMP) $(VENDOR_STAMP)
 	$(MAKE) --no-print-directory book
 
 # The site's browser tests against the build, in one process, so that every test file shares
-# one visit of each page at each width (Chromium itself uses more than one core): 542 CPU-s
-# where four workers, each opening every page, used about twice that ("Sixth pass").
+# one visit of each page at each width, each a tab of one browser context (Chromium itself
+# uses more than one core): 439 CPU-s with the learner zip's set-up, where four workers, each
+# opening every page, used about twice that ("Sixth pass", "Seventh pass").
 site-after-book: book-once
 	$(MAKE) --no-print-directory site-test SITE_ARGS="--ignore=$(ZIP_TESTS)"
 
