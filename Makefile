@@ -2,6 +2,12 @@
 # Both create .venv and install the locked requirements first (only Python 3.11 and make needed).
 
 PYTHON ?= python3
+# Every process make starts may cache the bytecode of what it imports (__pycache__ beside
+# each module, in .venv and in this folder, all ignored by git): .venv is installed without
+# compiling it (uv compiles nothing unasked), and where PYTHONDONTWRITEBYTECODE is set (CI's
+# machines set it) each of the hundred-odd Pythons a `make test` starts would otherwise compile
+# PyTorch, matplotlib and Jupyter from source again: `import torch` 5.3 CPU-s against 2.3.
+unexport PYTHONDONTWRITEBYTECODE
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -41,23 +47,36 @@ LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_
 # Python) the lock cannot apply, and .venv gets requirements.txt, unlocked.
 LOCKED := $(shell $(PYTHON) -c 'import sys, platform; print(int(sys.platform == "linux" and platform.machine() == "x86_64" and sys.version_info[:2] == (3, 11)))' 2>/dev/null)
 # The lock names PyTorch's CPU build, torch==2.13.0+cpu, which PyPI does not have (its Linux
-# torch brings several GB of CUDA libraries). pip gets it from PyTorch's CPU wheel index,
-# unless it already finds it through its own configuration (a folder of wheels in its
-# find-links, as on the project's machines, which reach only the package registries): then
-# no index is added, and pip asks no host but those it is configured for.
+# torch brings several GB of CUDA libraries). It comes from wherever pip's own configuration
+# finds it (a folder of wheels in its find-links, as on the project's machines, which reach
+# only the package registries), else from PyTorch's CPU wheel index.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PIN := torch==2.13.0+cpu
+# uv installs the lock (`uv pip install --require-hashes`): 7 s where pip took 82 on the CI's
+# kind of machine (bench/README.md, "Eighth pass"). uv itself comes from requirements-uv.lock,
+# with its hashes, by pip. uv reads no pip configuration: the folder where pip finds PyTorch's
+# wheel is given to it as --find-links (pip's dry run reports the file), and PIP_INDEX_URL,
+# where set, as its index.
+UV := $(BIN)/uv pip install --python $(BIN)/python $(if $(PIP_INDEX_URL),--index-url $(PIP_INDEX_URL))
+TORCH_FILE = $(BIN)/python -m pip install --dry-run --ignore-installed --no-index --no-deps --quiet \
+	--report - "$(TORCH_PIN)" 2>/dev/null | $(BIN)/python -c \
+	'import json, sys; print(json.load(sys.stdin)["install"][0]["download_info"]["url"])' 2>/dev/null
 
-$(STAMP): requirements.lock requirements.txt requirements-learner.txt pyproject.toml
+$(STAMP): requirements.lock requirements-uv.lock requirements.txt requirements-learner.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 ifeq ($(LOCKED),1)
-	if $(BIN)/python -m pip install --dry-run --ignore-installed --no-index --no-deps --quiet "$(TORCH_PIN)" >/dev/null 2>&1; \
-	then torch_index=; else torch_index="--extra-index-url $(TORCH_INDEX)"; fi; \
-	$(BIN)/python -m pip install --no-compile --require-hashes -r requirements.lock $$torch_index
-	$(BIN)/python -m pip install --no-compile --no-deps -e .
+	$(BIN)/python -m pip install --quiet --no-compile --require-hashes -r requirements-uv.lock
+	torch_file=$$($(TORCH_FILE)); \
+	case "$$torch_file" in \
+	  file://*) torch_links=$$(dirname "$${torch_file#file://}");; \
+	  *) torch_links=$(TORCH_INDEX)/torch/;; \
+	esac; \
+	echo "PyTorch's CPU wheel from $$torch_links"; \
+	$(UV) --require-hashes -r requirements.lock --find-links "$$torch_links"
+	$(UV) --no-deps --no-build-isolation -e .
 else
 	@echo "requirements.lock is for Linux x86-64 and Python 3.11: installing requirements.txt, unlocked"
-	$(BIN)/python -m pip install --no-compile -r requirements.txt
+	$(BIN)/python -m pip install -r requirements.txt
 endif
 	touch $@
 
@@ -85,6 +104,8 @@ lock:
 	# tx itself is installed from this folder, not from the lock
 	$(LOCK_TOOLS)/bin/uv pip compile requirements.txt $(LOCK_FLAGS) --no-emit-package tx -o requirements.lock
 	$(LOCK_TOOLS)/bin/uv pip compile requirements-learner.txt $(LOCK_FLAGS) -c requirements.lock -o requirements-learner.lock
+	# uv itself, for `make`'s install, with its hashes
+	echo "uv==$(UV_VERSION)" | $(LOCK_TOOLS)/bin/uv pip compile - $(LOCK_FLAGS) -o requirements-uv.lock
 	# The learner's download, measured: its files for Linux x86-64 and Python 3.11, summed into
 	# the lock for the learner's install.py to announce.
 	$(LOCK_TOOLS)/bin/python -m pip download --quiet --no-deps --require-hashes --only-binary :all: \

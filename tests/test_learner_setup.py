@@ -50,7 +50,7 @@ def _install_module():
 # ----------------------------------------------------------------- the locks
 
 
-@pytest.mark.parametrize("lock", ["requirements.lock", "requirements-learner.lock"])
+@pytest.mark.parametrize("lock", ["requirements.lock", "requirements-learner.lock", "requirements-uv.lock"])
 def test_every_locked_package_is_pinned_with_a_hash(lock):
     text = (ROOT / lock).read_text()
     entries = re.findall(r"^([A-Za-z0-9._-]+==\S+)((?:[ \t]*\\\n[ \t]+--hash=sha256:[0-9a-f]{64})*)", text, re.M)
@@ -59,6 +59,12 @@ def test_every_locked_package_is_pinned_with_a_hash(lock):
     unhashed = [name for name, hashes in entries if not hashes]
     assert not unhashed, f"{lock} pins {unhashed} without a hash: run `make lock`"
     assert not re.search(r"^-e |^tx==|file://", text, re.M), f"{lock} names tx or a local path"
+
+
+def test_make_installs_the_uv_it_locks_with():
+    """`make lock` pins UV_VERSION in requirements-uv.lock; `make` installs the lock with that uv."""
+    version = re.search(r"^UV_VERSION := (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert _pins(ROOT / "requirements-uv.lock") == {"uv": version}, "run `make lock`"
 
 
 @pytest.mark.parametrize("lock", ["requirements.lock", "requirements-learner.lock"])
