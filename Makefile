@@ -37,7 +37,7 @@ LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit book-once site-after-book unit-once lab-after-unit zip-after-lab notebooks lab clean vendor \
+.PHONY: book test unit book-once site-after-book unit-once lab-after-unit zip-live-after-lab notebooks lab clean vendor \
 	chromium site-test zip-test lab-test live-models serve lock
 
 # The environment is locked: requirements.lock holds every package's exact version and
@@ -135,17 +135,20 @@ book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 ## makes, so `make test` leaves nbval out. Two queues of work run side by side (-j2), so that
 ## both cores stay busy to the end: the build (its chapters two at a time), then the site's
 ## browser tests against it; and the unit tests, then the learner edition in real JupyterLab,
-## then the learner zip's set-up from the built site (it waits for the build if it must).
+## then the learner zip's set-up from the built site and the live models' page tests (these
+## wait for the build if they must).
 ## Threads that wait sleep (OMP_WAIT_POLICY). No screenshots (TX_SCREENSHOTS=0): they are for
 ## people to look at, and `make site-test` and `make lab-test` take them. Timings:
 ## bench/README.md, "Test time".
 test: chromium
 	$(MAKE) --no-print-directory -j2 $(STAMP) $(VENDOR_STAMP)
-	TX_SCREENSHOTS=0 OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget site-after-book zip-after-lab
+	TX_SCREENSHOTS=0 OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget site-after-book zip-live-after-lab
 
 # The two queues, as make prerequisites so that -j2 runs one beside the other. The build's
 # queue ended 2 to 4 minutes after the other in every fresh-clone run (bench/README.md,
-# "Seventh pass"), so the learner zip's tests (its pip install, about 100 CPU-s) end the other.
+# "Seventh pass"), so the learner zip's tests (its pip install, about 100 CPU-s) end the other;
+# and, once that ended 97 s before the build's ("Eighth pass"), the live models' page tests too
+# (tests/site/test_live.py, 61 s alone: they open pages of their own, so they share little).
 book-once: $(STAMP) $(VENDOR_STAMP)
 	$(MAKE) --no-print-directory book
 
@@ -154,7 +157,7 @@ book-once: $(STAMP) $(VENDOR_STAMP)
 # uses more than one core): 439 CPU-s with the learner zip's set-up, where four workers, each
 # opening every page, used about twice that ("Sixth pass", "Seventh pass").
 site-after-book: book-once
-	$(MAKE) --no-print-directory site-test SITE_ARGS="--ignore=$(ZIP_TESTS)"
+	$(MAKE) --no-print-directory site-test SITE_ARGS="--ignore=$(ZIP_TESTS) --ignore=$(LIVE_TESTS)"
 
 unit-once: $(STAMP)
 	$(MAKE) --no-print-directory unit
@@ -162,8 +165,8 @@ unit-once: $(STAMP)
 lab-after-unit: unit-once
 	$(MAKE) --no-print-directory lab-test
 
-zip-after-lab: lab-after-unit book-once
-	$(MAKE) --no-print-directory zip-test
+zip-live-after-lab: lab-after-unit book-once
+	$(BIN)/pytest $(ZIP_TESTS) $(LIVE_TESTS) -q
 
 ## unit: tx's tests, two workers: --dist worksteal hands a worker that runs out of tests the
 ## pending ones of the other, so neither core idles behind a long test.
@@ -222,6 +225,7 @@ chromium:
 ## zip-test: the learner zip of the built site unzipped into an empty folder and set up by its
 ## own README, as a reader does (tests/site/test_learner_zip.py; `make site-test` runs it too)
 ZIP_TESTS := tests/site/test_learner_zip.py
+LIVE_TESTS := tests/site/test_live.py
 zip-test: $(STAMP) chromium
 	$(BIN)/pytest $(ZIP_TESTS) -q
 

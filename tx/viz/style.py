@@ -186,7 +186,17 @@ def _crowded_xticklabels(ax: Axes) -> list[tuple[str, str]]:
 
 def _tilt_crowded_xticklabels(ax: Axes) -> None:
     """Tilt the x tick labels by 45 degrees if, level, neighbours would run together."""
-    ax.figure.draw_without_rendering()  # lays the figure out and places the labels
+    fig = ax.figure
+    engine = fig.get_layout_engine()
+    if engine is None:
+        fig.draw_without_rendering()  # places the labels
+    else:
+        # The layout alone places the axes, at a third of a whole draw's cost (an explorer
+        # draws every state of its figure for the website); the tick labels then follow the
+        # axes' new position as the axis computes its extent.
+        renderer = fig.canvas.get_renderer()
+        engine.execute(fig)
+        ax.xaxis.get_tightbbox(renderer)
     if _crowded_xticklabels(ax):
         for label in ax.get_xticklabels():
             label.set(rotation=45, ha="right", rotation_mode="anchor")
