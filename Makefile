@@ -121,8 +121,10 @@ book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 	rm -rf _build/html _build/jupyter_execute $(WHEEL_DIR)
 	# The learner zip carries tx as a wheel (checkpoints included), built offline by the venv's
 	# setuptools from a copy of the package, so no build/ or egg-info lands in the book's folder.
+	# (Without __pycache__: another process of `make test` may be writing bytecode there.)
 	mkdir -p $(WHEEL_DIR)/src
-	cp -R pyproject.toml README.md tx $(WHEEL_DIR)/src/
+	cp pyproject.toml README.md $(WHEEL_DIR)/src/
+	$(BIN)/python -c 'import shutil, sys; shutil.copytree("tx", sys.argv[1], ignore=shutil.ignore_patterns("__pycache__"))' $(WHEEL_DIR)/src/tx
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation --no-index $(WHEEL_DIR)/src -w $(WHEEL_DIR)
 	$(BIN)/python -m tx.exercises learner _build/learner --zip _build/learner-edition.zip --wheel $(WHEEL_DIR)/tx-*.whl
 	# Every chapter, run $(WORKERS) at a time into the build's emptied notebook cache, which the build reads
