@@ -191,7 +191,7 @@ def _tilt_crowded_xticklabels(ax: Axes) -> None:
     if engine is None:
         fig.draw_without_rendering()  # places the labels
     else:
-        # The layout alone places the axes, at a third of a whole draw's cost (an explorer
+        # The layout alone places the axes, at about 60% of a whole draw's cost (an explorer
         # draws every state of its figure for the website); the tick labels then follow the
         # axes' new position as the axis computes its extent.
         renderer = fig.canvas.get_renderer()
