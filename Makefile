@@ -5,8 +5,9 @@ PYTHON ?= python3
 # Every process make starts may cache the bytecode of what it imports (__pycache__ beside
 # each module, in .venv and in this folder, all ignored by git): .venv is installed without
 # compiling it (uv compiles nothing unasked), and where PYTHONDONTWRITEBYTECODE is set (the
-# project's machines set it) each of the hundred-odd Pythons a `make test` starts would otherwise compile
-# PyTorch, matplotlib and Jupyter from source again: `import torch` 5.3 CPU-s against 2.3.
+# project's machines set it) each of the hundred-odd Pythons a `make test` starts would
+# otherwise compile PyTorch, matplotlib and Jupyter from source again: `import torch` 5.3
+# CPU-s against 2.3.
 unexport PYTHONDONTWRITEBYTECODE
 VENV   := .venv
 BIN    := $(VENV)/bin
