@@ -452,6 +452,7 @@ def setup(app: Sphinx) -> dict:
     app.add_js_file("tx-explorer.js", loading_method="defer")
     app.add_js_file("tx-live.js", loading_method="defer")  # a few kB; the runtime loads only when used
     app.add_js_file("tx-figures.js", loading_method="defer")  # each figure opens full size
+    app.add_js_file("tx-math.js", loading_method="defer")  # display equations fit a phone
     app.add_css_file("tx-book.css")
     app.connect("html-collect-pages", add_404_page)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

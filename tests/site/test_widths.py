@@ -88,6 +88,65 @@ def test_wide_equations_scroll_in_their_own_box_on_a_phone(phone_visits, docname
     assert not bad, "; ".join(bad)
 
 
+FITTED_EQUATIONS_JS = """() => [...document.querySelectorAll('article div.math mjx-container[display="true"]')]
+    .map(c => {
+        // After tx-math.js: the equation's drawn width against its box, and how far it was set
+        // smaller than MathJax set it (1 where it needed no fitting).
+        const eqno = c.closest('div.math').querySelector('.eqno');
+        const size = parseFloat(getComputedStyle(c).fontSize);
+        c.style.fontSize = c.dataset.txSize === undefined ? c.style.fontSize : c.dataset.txSize;
+        const own = parseFloat(getComputedStyle(c).fontSize);
+        c.style.fontSize = size + 'px';
+        return {id: eqno ? eqno.textContent.replace('#', '').trim() : c.closest('div.math').id,
+                math: c.querySelector('mjx-math').getBoundingClientRect().width,
+                box: c.clientWidth, scale: size / own};
+    })"""
+
+MIN_EQUATION_SCALE = 0.6  # tx-math.js's MIN_SCALE: smaller, a phone's equation is unreadable
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_display_equations_fit_a_phone_without_scrolling(phone_visits, docname):
+    """On a phone an equation scrolled sideways shows half of itself at a time: each one is set
+    smaller until it fits its box (tx-math.js), never below 60% of its size; an equation that
+    would need less is too long for a phone and is split into lines in its chapter."""
+    page = phone_visits(docname).page
+    if not page.evaluate("() => !!document.querySelector('article div.math')"):
+        return
+    page.wait_for_function("() => document.documentElement.dataset.txMath === 'fitted'")
+    bad = [f"{eq['id']} is {eq['math']:.0f} px in a {eq['box']:.0f} px box at {eq['scale']:.0%} of its size"
+           for eq in page.evaluate(FITTED_EQUATIONS_JS)
+           if eq["math"] > eq["box"] + 1 or eq["scale"] < MIN_EQUATION_SCALE - 0.005]
+    assert not bad, "; ".join(bad)
+
+
+PHONE_CODE_JS = """() => [...document.querySelectorAll('article div.cell_input pre, article div.cell_output pre')]
+    .filter(p => p.checkVisibility()).map(p => {
+        // Lines as written against lines as drawn: the line boxes of the block's text, grouped
+        // by their top (those of one line share it, within half a line).
+        const range = document.createRange();
+        range.selectNodeContents(p);
+        const tops = [...range.getClientRects()].filter(r => r.width > 0).map(r => r.top).sort((a, b) => a - b);
+        const half = parseFloat(getComputedStyle(p).fontSize) / 2;
+        const drawn = tops.filter((t, i) => i === 0 || t - tops[i - 1] > half).length;
+        const written = p.textContent.replace(/\\n+$/, '').split('\\n').filter(l => l.trim()).length;
+        return {first: p.textContent.trim().split('\\n')[0].slice(0, 50), written, drawn,
+                cut: p.scrollWidth > p.clientWidth + 1 && !/auto|scroll/.test(getComputedStyle(p).overflowX)};
+    })"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_code_keeps_its_lines_on_a_phone(phone_visits, docname):
+    """A line of code or of printed output wrapped on a phone went on at column 0, hiding
+    Python's indentation and a printed table's columns: each line stays whole, and a block
+    wider than the screen scrolls inside its box (tx-book.css), never cut off."""
+    blocks = phone_visits(docname).page.evaluate(PHONE_CODE_JS)
+    wrapped = [f"'{b['first']}' ({b['written']} lines drawn as {b['drawn']})"
+               for b in blocks if b["drawn"] > b["written"]]
+    cut = [b["first"] for b in blocks if b["cut"]]
+    assert not wrapped and not cut, f"wrapped: {wrapped[:4]}; cut off: {cut[:4]}"
+
+
 INLINE_CODE_JS = """() => {
     // Each line of inline code (a span that wraps has one rectangle per line) against the
     // column's right edge; code in a box that scrolls (a table's) is that box's business.
