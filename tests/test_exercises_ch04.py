@@ -44,8 +44,8 @@ def test_shape_rejects_wrong_answers(wrong, hint):
 # ----------------------------------------------------------------- variance of a dot product
 
 
-def variance_right(d_k, n_samples, scaled):
-    q, k = torch.randn(n_samples, d_k), torch.randn(n_samples, d_k)
+def variance_right(d_k, n_samples, scaled, std):
+    q, k = torch.randn(n_samples, d_k) * std, torch.randn(n_samples, d_k) * std
     dots = (q * k).sum(dim=-1)
     if scaled:
         dots = dots / math.sqrt(d_k)
@@ -57,22 +57,31 @@ def test_variance_accepts_the_estimate(capsys):
     assert capsys.readouterr().out.startswith("Correct:")
 
 
-def fixed_sample(d_k, n_samples, scaled):
+def fixed_sample(d_k, n_samples, scaled, std):
     g = torch.Generator().manual_seed(0)
-    dots = (torch.randn(n_samples, d_k, generator=g) * torch.randn(n_samples, d_k, generator=g)).sum(-1)
+    dots = (torch.randn(n_samples, d_k, generator=g) * torch.randn(n_samples, d_k, generator=g)).sum(-1) * std**2
+    return (dots / (math.sqrt(d_k) if scaled else 1)).var().item()
+
+
+def only_q_scaled(d_k, n_samples, scaled, std):
+    dots = (torch.randn(n_samples, d_k) * std * torch.randn(n_samples, d_k)).sum(-1)
     return (dots / (math.sqrt(d_k) if scaled else 1)).var().item()
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda d, n, s: variance_right(d, n, s) ** 0.5, "standard deviation"),
-    (lambda d, n, s: (torch.randn(n, d) * torch.randn(n, d)).var().item(), "Sum over the last axis"),
-    (lambda d, n, s: variance_right(d, n, False), "divide each dot product"),
-    (lambda d, n, s: variance_right(d, n, False) / (d * d if s else 1), "not by d_k"),
-    (lambda d, n, s: 4 * variance_right(d, n, s), "variance for d_k"),  # randn * 2: variance 4 per entry
-    (lambda d, n, s: [variance_right(d, n, s)], "one number"),
-    (lambda d, n, s: 1.0 if s else float(d), "measure it"),  # the theory, hard-coded
-    (lambda d, n, s: torch.tensor(variance_right(d, n, s)), "Python float"),
+    (lambda d, n, s, std: variance_right(d, n, s, std) ** 0.5, "standard deviation"),
+    (lambda d, n, s, std: (torch.randn(n, d) * torch.randn(n, d)).var().item() * std**4, "Sum over the last axis"),
+    (lambda d, n, s, std: variance_right(d, n, False, std), "divide each dot product"),
+    (lambda d, n, s, std: variance_right(d, n, False, std) / (d * d if s else 1), "not by d_k"),
+    (lambda d, n, s, std: 4 * variance_right(d, n, s, std), "variance for d_k"),  # randn * 2 when std = 1
+    (lambda d, n, s, std: [variance_right(d, n, s, std)], "one number"),
+    (lambda d, n, s, std: (1.0 if s else float(d)) * std**4, "measure it"),  # the theory, hard-coded
+    (lambda d, n, s, std: torch.tensor(variance_right(d, n, s, std)), "Python float"),
     (fixed_sample, "measure it"),  # its own generator: the same sample every call
+    # the three mistakes the std argument invites
+    (lambda d, n, s, std: variance_right(d, n, s, 1.0), "multiply torch.randn"),  # std ignored
+    (only_q_scaled, "for each"),
+    (lambda d, n, s, std: variance_right(d, n, s, std**2), "not by its square"),  # std taken for the variance
 ])
 def test_variance_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -44,44 +44,69 @@ def check_scores_shape(fn: Callable[[tuple[int, ...], tuple[int, ...]], Any]) ->
     passed("Q K^T has shape [..., Tq, Tk]: one score per (query, key) pair, d_k summed away.")
 
 
-def check_dot_product_variance(fn: Callable[[int, int, bool], Any]) -> None:
-    """``fn(d_k, n_samples, scaled)`` must estimate Var(q . k) (about d_k), or Var(q . k / sqrt(d_k)) (about 1)."""
-    for d_k in (4, 16, 64):
-        for scaled in (False, True):
-            expected = 1.0 if scaled else float(d_k)
-            # Seeded inside fork_rng: the same samples every run, and the notebook's own
-            # random stream is left where it was.
-            draws = []
-            for seed in (d_k, 1000 + d_k):  # two seeds: two samples, two (slightly) different variances
-                with torch.random.fork_rng(devices=[]):
-                    torch.manual_seed(seed)
-                    draws.append(call(fn, d_k, 20_000, scaled))
-            got = draws[0]
-            if isinstance(got, Tensor):
-                raise CheckFailed(f"return the variance as a Python float (tensor.item()), got a tensor of shape {tuple(got.shape)}.")
-            got = as_number(got, f"your variance for d_k={d_k}, scaled={scaled}")
-            what = f"your variance for d_k={d_k}, scaled={scaled}"
-            if got == expected or draws[0] == draws[1]:
-                raise CheckFailed(
-                    f"{what} is {got:.6g} whatever the random draws (the checker seeds torch differently and "
-                    "gets the same number): measure it. Draw q and k with torch.randn, take their dot products "
-                    "and return the sample variance, which is close to the theory but never exactly it."
-                )
-            if abs(got - expected) <= 0.1 * expected:
-                continue
-            if abs(got - math.sqrt(expected)) <= 0.1 * math.sqrt(expected) and d_k > 1 and not scaled:
-                raise CheckFailed(f"{what} is {got:.3g}, close to sqrt({d_k}): that is the standard deviation; return the variance.")
-            if not scaled and abs(got - 1.0) <= 0.1:
-                raise CheckFailed(
-                    f"{what} is {got:.3g}, about 1: a dot product adds up d_k products q[m] * k[m]. "
-                    "Sum over the last axis before taking the variance (and divide by sqrt(d_k) only when scaled=True)."
-                )
-            if scaled and abs(got - d_k) <= 0.1 * d_k:
-                raise CheckFailed(f"{what} is {got:.3g}, about d_k: with scaled=True divide each dot product by sqrt(d_k).")
-            if scaled and abs(got - 1 / d_k) <= 0.1 / d_k:
-                raise CheckFailed(f"{what} is {got:.3g}, about 1/d_k: divide by sqrt(d_k), not by d_k.")
-            assert_number(got, expected, f"{what} (draw q and k with torch.randn: mean 0, variance 1)", tol=0.1 * expected)
-    passed("Var(q . k) grows like d_k; dividing by sqrt(d_k) brings it back to 1.")
+def check_dot_product_variance(fn: Callable[[int, int, bool, float], Any]) -> None:
+    """``fn(d_k, n_samples, scaled, std)`` must estimate Var(q . k) for q, k [Dk] with entries of standard
+    deviation ``std``: about d_k std^4, or std^4 once divided by sqrt(d_k)."""
+    for std in (1.0, 2.0):
+        for d_k in (4, 16, 64):
+            for scaled in (False, True):
+                _check_one_variance(fn, d_k, scaled, std)
+    passed("Var(q . k) = d_k std^4; dividing by sqrt(d_k) takes away the d_k but not the std^4, so it "
+           "relies on q and k having entries of about unit size.")
+
+
+def _check_one_variance(fn: Callable[[int, int, bool, float], Any], d_k: int, scaled: bool, std: float) -> None:
+    """One case of :func:`check_dot_product_variance`, with a hint for the usual mistakes."""
+    per_entry = std ** 4  # Var(q_m k_m) for independent q_m, k_m of variance std^2
+    expected = per_entry * (1.0 if scaled else d_k)
+    # Seeded inside fork_rng: the same samples every run, and the notebook's own
+    # random stream is left where it was.
+    draws = []
+    for seed in (d_k, 1000 + d_k):  # two seeds: two samples, two (slightly) different variances
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            draws.append(call(fn, d_k, 20_000, scaled, std))
+    got = draws[0]
+    what = f"your variance for d_k={d_k}, scaled={scaled}, std={std:g}"
+    if isinstance(got, Tensor):
+        raise CheckFailed(f"return the variance as a Python float (tensor.item()), got a tensor of shape {tuple(got.shape)}.")
+    got = as_number(got, what)
+    if got == expected or draws[0] == draws[1]:
+        raise CheckFailed(
+            f"{what} is {got:.6g} whatever the random draws (the checker seeds torch differently and "
+            "gets the same number): measure it. Draw q and k with torch.randn, take their dot products "
+            "and return the sample variance, which is close to the theory but never exactly it."
+        )
+
+    def near(value: float) -> bool:
+        return abs(got - value) <= 0.1 * value
+
+    if near(expected):
+        return
+    if std != 1.0 and near(expected / per_entry):
+        raise CheckFailed(f"{what} is {got:.3g}, what unit-variance entries give: multiply torch.randn(...) by std, "
+                          "for q and for k.")
+    if std != 1.0 and near(expected / std ** 2):
+        raise CheckFailed(f"{what} is {got:.3g}: each product q[m] * k[m] should have variance std² · std² = std⁴. "
+                          "Give both q and k entries of standard deviation std: torch.randn(...) * std for each.")
+    if std != 1.0 and near(expected * per_entry):
+        raise CheckFailed(f"{what} is {got:.3g}: std is the standard deviation, so multiply torch.randn(...) by std, "
+                          "not by its square (the variance).")
+    if near(math.sqrt(expected)) and not scaled:
+        raise CheckFailed(f"{what} is {got:.3g}, close to the square root of the expected value: that is the "
+                          "standard deviation; return the variance.")
+    if not scaled and near(per_entry):
+        raise CheckFailed(
+            f"{what} is {got:.3g}, the variance of a single product: a dot product adds up d_k products "
+            "q[m] * k[m]. Sum over the last axis before taking the variance (and divide by sqrt(d_k) only when "
+            "scaled=True)."
+        )
+    if scaled and near(expected * d_k):
+        raise CheckFailed(f"{what} is {got:.3g}, d_k times too large: with scaled=True divide each dot product by sqrt(d_k).")
+    if scaled and near(expected / d_k):
+        raise CheckFailed(f"{what} is {got:.3g}, d_k times too small: divide by sqrt(d_k), not by d_k.")
+    assert_number(got, expected, f"{what} (draw q and k with torch.randn(...) * std: mean 0, standard deviation std)",
+                  tol=0.1 * expected)
 
 
 def _call_attention(fn: Callable[..., Any], q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
