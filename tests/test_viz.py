@@ -232,6 +232,13 @@ def test_loss_curves_train_smoothed_valid_and_lr_on_twin_axis():
     assert legend == ["train", "train (smoothed)", "valid", "learning rate"]
 
 
+def test_loss_curves_legend_goes_where_the_caller_says():
+    # Chapter 10 puts it under the plot, where it covers no curve (issue 24).
+    ax = viz.loss_curves(_history(), legend=dict(loc="upper center", bbox_to_anchor=(0.5, -0.2)))
+    assert ax.get_legend()._loc == 9  # "upper center"
+    assert viz.loss_curves(_history()).get_legend()._loc == 1  # "upper right" by default
+
+
 def test_loss_curves_smoothing_keeps_a_constant_loss_constant():
     # Without bias correction an EMA starts near 0 and would bend a flat curve.
     ax = viz.loss_curves({"step": [0, 1, 2, 3], "train_loss": [2.0] * 4})
@@ -298,6 +305,16 @@ def test_probability_bars_keep_words_apart_on_a_narrow_panel():
     assert {t.get_rotation() for t in wide.get_xticklabels()} == {0.0}
 
 
+def test_probability_bars_label_inside_keeps_a_tall_bar_s_value_in_the_bar():
+    probs = np.array([0.9, 0.05, 0.05])
+    ax = viz.probability_bars(probs, VOCAB[:3], label_inside=0.8)
+    labels = {t.get_text(): t for t in ax.texts if t.get_text()}
+    assert set(labels) == {"0.90", "0.05"}
+    assert labels["0.90"].get_color() == "white" and labels["0.05"].get_color() != "white"
+    default = viz.probability_bars(probs, VOCAB[:3])
+    assert all(t.get_color() != "white" for t in default.texts)
+
+
 def test_probability_bars_rejects_bad_input():
     with pytest.raises(ValueError, match="tokens has 5 labels but probs has 6 entries"):
         viz.probability_bars(np.full(6, 1 / 6), VOCAB[:5])
@@ -350,6 +367,22 @@ def test_beam_search_tree_one_box_per_node_one_line_per_edge():
     assert to_rgba(ax.texts[pruned].get_color()) != to_rgba("black")
     assert ax.lines[pruned - 1].get_linestyle() != ax.lines[0].get_linestyle()
     assert ax.get_title() == "Beam search"
+
+
+def test_beam_search_tree_draws_the_best_hypothesis_on_the_top_row():
+    trace = _trace()
+    # the finished "<eos>" after "am" (trace[2][1]) is drawn on row 0 of step 2, "am" on row 0 of step 1
+    ax = viz.beam_search_tree(trace, TREE_VOCAB, best=[6, 1, 5])
+    texts = [t.get_text() for t in ax.texts]
+    assert ax.texts[texts.index("<eos>\n-2.90")].get_position() == (2, 0)
+    assert ax.texts[texts.index("am\n-2.50")].get_position() == (1, 0)
+    assert ax.texts[texts.index("i\n-0.10")].get_position() == (1, 1)
+    # every edge still joins a node to its parent's row
+    edge = ax.lines[texts.index("<eos>\n-2.90") - 1]
+    assert list(edge.get_ydata()) == [0, 0] and edge.get_linewidth() > ax.lines[0].get_linewidth()
+    assert "best, on top" in [t.get_text() for t in ax.get_legend().get_texts()]
+    with pytest.raises(ValueError, match="not a hypothesis"):
+        viz.beam_search_tree(trace, TREE_VOCAB, best=[6, 3, 5])
 
 
 def test_beam_search_tree_accepts_a_callable_and_checks_parents():

@@ -25,11 +25,13 @@ def probability_bars(
     title: str | None = None,
     highlight: int | str | None = None,
     top_k: int | None = None,
+    label_inside: float | None = None,
 ) -> Axes:
     """Bar chart of a distribution probs [V] over ``tokens``; ``highlight`` marks one word.
 
     With ``top_k`` only the k most probable words are drawn, most probable first; a highlighted
-    word outside them is not drawn.
+    word outside them is not drawn. With ``label_inside``, the value of a bar at least that
+    tall is written inside its top, in white, where a label above it would meet the frame.
     """
     p = _to_numpy(probs)
     if p.ndim != 1:
@@ -53,7 +55,14 @@ def probability_bars(
     ax.set_xticks(range(len(order)))
     ax.set_xticklabels([str(tokens[i]) for i in order])
     if len(order) <= 12:  # values above bars are legible only for a handful of words
-        ax.bar_label(bars, fmt="%.2f", fontsize=MIN_FONT_PT, padding=2)
+        values = p[order]
+        inside = np.zeros(len(order), bool) if label_inside is None else values >= label_inside
+        ax.bar_label(bars, labels=["" if i else f"{v:.2f}" for v, i in zip(values, inside)],
+                     fontsize=MIN_FONT_PT, padding=2)
+        if inside.any():
+            # a negative padding puts the text's baseline below the bar's top: inside the bar
+            ax.bar_label(bars, labels=[f"{v:.2f}" if i else "" for v, i in zip(values, inside)],
+                         fontsize=MIN_FONT_PT, padding=-(MIN_FONT_PT + 4), color="white")
     ax.set_ylim(0.0, 1.0)
     ax.set_ylabel("probability")
     if title is not None:
@@ -65,17 +74,38 @@ def probability_bars(
     return ax
 
 
+def _path_of(trace: Sequence[Sequence[Mapping[str, Any]]], best: Sequence[int] | None) -> list[int]:
+    """The index, step by step, of the nodes that spell ``best`` (as far as ``trace`` goes); [] without it."""
+    if best is None:
+        return []
+    best = [int(t) for t in best]
+    path = [0]
+    for t in range(1, min(len(best), len(trace))):
+        last = t == len(best) - 1
+        matches = [i for i, node in enumerate(trace[t])
+                   if node["parent"] == path[-1] and int(node["token"]) == best[t]
+                   and not node.get("pruned", False) and bool(node.get("finished", False)) == last]
+        if not matches:
+            raise ValueError(f"best {best} is not a hypothesis of the trace: no node for its token {t}")
+        path.append(matches[0])
+    return path
+
+
 def beam_search_tree(
     trace: Sequence[Sequence[Mapping[str, Any]]],
     tokens: Sequence[str] | Callable[[int], str],
     ax: Axes | None = None,
     title: str = "Beam search",
+    best: Sequence[int] | None = None,
 ) -> Axes:
     """The tree beam search explored: x = step, y = rank, one box "token / score" per hypothesis.
 
     ``trace[t]`` lists the hypotheses after step t (``trace[0]`` is the single <bos> root), each a
     dict with "parent" (index into ``trace[t - 1]``, None for the root), "token", "score"
     (cumulative log-probability), "finished" and optionally "pruned" (considered, not kept).
+    ``best``, the token ids of the hypothesis the search returned first (``<bos>`` included),
+    draws that hypothesis's path on the top row, with bold edges, and the rest of each step
+    below it in the trace's order.
     """
     if not trace or len(trace[0]) != 1 or trace[0][0].get("parent") is not None:
         raise ValueError("trace[0] must hold exactly one root hypothesis with parent None")
@@ -86,17 +116,24 @@ def beam_search_tree(
                 raise ValueError(f"trace[{t}][{i}] has parent {parent!r}, but step {t - 1} has "
                                  f"{len(trace[t - 1])} hypotheses")
     width = max(len(step) for step in trace)
+    path = _path_of(trace, best)  # path[t]: the index in trace[t] of best's node
+    # row[t][i]: where trace[t][i] is drawn; best's node first, the others in order
+    row = [[i for i in range(len(step))] for step in trace]
+    for t, i in enumerate(path):
+        order = [i] + [j for j in range(len(trace[t])) if j != i]
+        row[t] = [order.index(j) for j in range(len(trace[t]))]
     ax = _new_ax(ax, (1.5 + 1.35 * len(trace), 0.8 + 0.8 * width))
     for t, step in enumerate(trace):
         for i, node in enumerate(step):
             pruned = bool(node.get("pruned", False))
+            on_path = t < len(path) and path[t] == i
             if t > 0:
                 # zorder 1: edges run under the opaque boxes, so they meet box edges cleanly.
-                ax.plot([t - 1, t], [node["parent"], i], zorder=1,
-                        color="0.75" if pruned else "0.35",
-                        linestyle=":" if pruned else "-", linewidth=1.2)
+                ax.plot([t - 1, t], [row[t - 1][node["parent"]], row[t][i]], zorder=1,
+                        color="0.75" if pruned else ("black" if on_path else "0.35"),
+                        linestyle=":" if pruned else "-", linewidth=3.0 if on_path else 1.2)
             edge = "tab:green" if node.get("finished") else ("0.7" if pruned else "0.25")
-            ax.text(t, i, f"{_token_text(tokens, node['token'])}\n{node['score']:.2f}",
+            ax.text(t, row[t][i], f"{_token_text(tokens, node['token'])}\n{node['score']:.2f}",
                     ha="center", va="center", fontsize=9, zorder=2,
                     color="0.6" if pruned else "black",
                     bbox=dict(boxstyle="round,pad=0.3", facecolor="0.95" if pruned else "white",
@@ -109,10 +146,11 @@ def beam_search_tree(
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     # Proxy handles, not drawn artists, so ax.lines holds exactly one line per edge.
-    ax.legend(handles=[Patch(facecolor="white", edgecolor="tab:green", linewidth=2,
-                             label="finished (<eos>)"),
-                       Line2D([], [], color="0.75", linestyle=":", label="pruned")],
-              loc="lower left", frameon=False, bbox_to_anchor=(0.0, 1.0),
-              ncols=2)
+    handles = [Patch(facecolor="white", edgecolor="tab:green", linewidth=2, label="finished (<eos>)"),
+               Line2D([], [], color="0.75", linestyle=":", label="pruned")]
+    if path:
+        handles.append(Line2D([], [], color="black", linewidth=3.0, label="best, on top"))
+    ax.legend(handles=handles, loc="lower left", frameon=False, bbox_to_anchor=(0.0, 1.0),
+              ncols=len(handles))
     ax.set_title(title, pad=22)
     return ax

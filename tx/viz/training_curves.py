@@ -27,8 +27,13 @@ def loss_curves(
     history: Mapping[str, Sequence[float]],
     ax: Axes | None = None,
     title: str = "Loss",
+    legend: Mapping[str, Any] | None = None,
 ) -> Axes:
-    """Train loss (raw and smoothed), valid loss (markers) and, if logged, lr against step."""
+    """Train loss (raw and smoothed), valid loss (markers) and, if logged, lr against step.
+
+    ``legend`` holds keyword arguments for ``ax.legend`` (``loc``, ``bbox_to_anchor``, ...),
+    for a caller who knows where its curves leave room; the default is the upper right.
+    """
     for key in ("step", "train_loss"):
         if key not in history:
             raise ValueError(f"history is missing the key {key!r}")
@@ -65,7 +70,7 @@ def loss_curves(
         lr_handles, lr_labels = lr_ax.get_legend_handles_labels()
         handles, labels = handles + lr_handles, labels + lr_labels
     # One legend for both y axes, on the main Axes so callers find it where they expect.
-    ax.legend(handles, labels, loc="upper right")
+    ax.legend(handles, labels, **({"loc": "upper right"} | dict(legend or {})))
     return ax
 
 
