@@ -9,26 +9,29 @@ import torch.nn.functional as F
 from tx.exercises import ch09
 
 
-def softmax_with_temperature(logits, temperature):
+def log_softmax_with_temperature(logits, temperature):
     z = logits / temperature
-    e = (z - z.max(dim=-1, keepdim=True).values).exp()
-    return e / e.sum(dim=-1, keepdim=True)
+    z = z - z.max(dim=-1, keepdim=True).values
+    return z - z.exp().sum(dim=-1, keepdim=True).log()
 
 
-def one_hot(word, vocab):
-    vector = torch.zeros(len(vocab))
-    vector[vocab.index(word)] = 1.0
-    return vector
+def next_word_targets(sentence, vocab):
+    words = sentence.split() + ["<eos>"]
+    targets = torch.zeros(len(words), len(vocab))
+    for t, word in enumerate(words):
+        targets[t, vocab.index(word)] = 1.0
+    return targets
 
 
-def pick_word(logits, vocab):
-    return vocab[int(logits.argmax())]
+def sample_word(logits, vocab, temperature):
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return vocab[int(torch.multinomial(probs, 1))]
 
 
 def test_right_answers_pass(capsys):
-    ch09.check_softmax_with_temperature(softmax_with_temperature)
-    ch09.check_one_hot(one_hot)
-    ch09.check_pick_word(pick_word)
+    ch09.check_log_softmax_with_temperature(log_softmax_with_temperature)
+    ch09.check_next_word_targets(next_word_targets)
+    ch09.check_sample_word(sample_word)
     assert capsys.readouterr().out.count("Correct:") == 3
 
 
@@ -38,75 +41,55 @@ def soft(z):
     return e / e.sum(dim=-1, keepdim=True)
 
 
-def soft_shifted(z, shift):
-    e = (z - shift).exp()
-    return e / e.sum(dim=-1, keepdim=True)
-
-
-def subtracts_the_smallest(z, t):
-    e = (z / t - (z / t).min(dim=-1, keepdim=True).values).exp()
-    return e / e.sum(dim=-1, keepdim=True)
-
-
-def subtracts_the_global_max(z, t):
-    e = (z / t - (z / t).max()).exp()
-    return e / e.sum(dim=-1, keepdim=True)
-
-
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda z, t: soft(z), "differs"),  # ignores the temperature
-    (lambda z, t: soft(z * t), "differs"),  # multiplies instead of dividing
-    (lambda z, t: (z / t).exp() / (z / t).exp().sum(-1, keepdim=True), "subtract the largest"),  # overflows
-    (lambda z, t: (z / t - (z / t).max()).exp() / (z / t - (z / t).max()).exp().sum(), "differs"),  # sums the whole batch
+    (lambda z, t: soft(z / t).log(), "do not take the log of the softmax"),  # underflows to log(0)
+    (lambda z, t: z / t - (z / t).exp().sum(-1, keepdim=True).log(), "Subtract each row's largest logit"),
+    (lambda z, t: soft(z / t), "returned probabilities"),
+    (lambda z, t: log_softmax_with_temperature(z, 1.0), "divide them by the temperature"),
+    (lambda z, t: log_softmax_with_temperature(z * t, 1.0), "differs"),  # multiplies instead of dividing
+    (lambda z, t: torch.log_softmax(z / t, -1), "calls torch.log_softmax"),
+    (lambda z, t: z / t - torch.logsumexp(z / t, -1, keepdim=True), "calls torch.logsumexp"),
     (lambda z, t: (z / t).tolist(), "torch.Tensor"),
-    (subtracts_the_smallest, "not the smallest"),
-    (subtracts_the_global_max, "each row's own largest"),
-    (lambda z, t: soft_shifted(z / t, (z / t).mean(-1, keepdim=True)), "subtracting each row's mean logit still leaves an exponent of 124"),
-    (lambda z, t: torch.softmax(z / t, -1), "calls torch.softmax"),
-    (lambda z, t: (z / t).softmax(-1), "calls Tensor.softmax"),
-    (lambda z, t: soft(z / t) * float("nan"), "nan or inf"),
 ])
-def test_softmax_checker_rejects(wrong, hint):
+def test_log_softmax_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
-        ch09.check_softmax_with_temperature(wrong)
+        ch09.check_log_softmax_with_temperature(wrong)
 
 
-def one_hot_off_by_one(word, vocab):
-    vector = torch.zeros(len(vocab))
-    vector[(vocab.index(word) + 1) % len(vocab)] = 1.0
-    return vector
+def targets_without_eos(sentence, vocab):
+    return next_word_targets(sentence, vocab)[:-1]
 
 
-def one_hot_of_ids(word, vocab):
-    return torch.zeros(len(vocab), dtype=torch.long).index_fill(0, torch.tensor(vocab.index(word)), 1)
+def targets_from_bos(sentence, vocab):  # row 0 holds <bos>'s own word: shifted by one
+    rows = next_word_targets(sentence, vocab)
+    return torch.cat([rows[:1], rows[:-1]])
 
 
-def one_hot_of_the_post(word, vocab):  # hard-coded for the post's six words
-    vector = torch.zeros(6)
-    vector[list(ch09.POST_VOCAB).index(word) if word in ch09.POST_VOCAB else 0] = 1.0
-    return vector
+def targets_as_ids(sentence, vocab):
+    return next_word_targets(sentence, vocab).long()
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (one_hot_off_by_one, "differs"),
-    (lambda w, v: torch.ones(len(v)), "single 1"),
-    (lambda w, v: torch.cat([one_hot(w, v), torch.zeros(1)]), "shape"),
-    (one_hot_of_ids, "dtype"),  # the prompt asks for a float tensor
-    (one_hot_of_the_post, "shape|differs"),
-    (lambda w, v: F.one_hot(torch.tensor(v.index(w)), len(v)).float(), "calls torch.nn.functional.one_hot"),
+    (targets_without_eos, "must predict <eos>"),
+    (targets_from_bos, "shifted by one"),
+    (targets_as_ids, "dtype"),  # the prompt asks for float rows
+    (lambda s, v: next_word_targets(s, v) * 2, "single 1"),
+    (lambda s, v: torch.ones(len(s.split()) + 1, len(v)) / len(v), "single 1"),
+    (lambda s, v: F.one_hot(torch.tensor([v.index(w) for w in s.split() + ["<eos>"]]), len(v)).float(),
+     "calls torch.nn.functional.one_hot"),
 ])
-def test_one_hot_checker_rejects(wrong, hint):
+def test_next_word_targets_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
-        ch09.check_one_hot(wrong)
+        ch09.check_next_word_targets(wrong)
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda z, v: v[int(z.argmin())], "largest logit"),
-    (lambda z, v: v[int(z.abs().argmax())], "largest logit"),  # wrong when every logit is negative
-    (lambda z, v: int(z.argmax()), "str"),
-    (lambda z, v: v[int(torch.softmax(z, -1).argmax()) - 1], "largest logit"),  # off by one
-    (lambda z, v: v[-1], "largest logit"),  # hard-coded: the last word
+    (lambda z, v, t: v[int(z.argmax())], "greedy picking"),
+    (lambda z, v, t: sample_word(z, v, 1.0), "divide by the temperature"),
+    (lambda z, v, t: v[int(torch.randint(len(v), ()))], "expected about"),  # uniform
+    (lambda z, v, t: sample_word(z * t, v, 1.0), "expected about"),  # multiplies by the temperature
+    (lambda z, v, t: int(z.argmax()), "as a str"),
 ])
-def test_pick_word_checker_rejects(wrong, hint):
+def test_sample_word_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
-        ch09.check_pick_word(wrong)
+        ch09.check_sample_word(wrong)

@@ -1,7 +1,7 @@
 """Checkers for chapter 9, the final linear and softmax layer.
 
-Axes: V vocabulary size. Each checker calls the learner's function on inputs of its own,
-compares the answer with torch, and prints one line when it is right.
+Axes: V vocabulary size, T target length. Each checker calls the learner's function on
+inputs of its own, compares the answer with torch, and prints one line when it is right.
 """
 
 from __future__ import annotations
@@ -12,105 +12,143 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import CheckFailed, assert_tensor, call, forbidding, passed
+from . import CheckFailed, assert_tensor, call, forbidding, keeps_random_state, passed
 from .ch03 import SOFTMAXES
 
-__all__ = ["POST_VOCAB", "check_softmax_with_temperature", "check_one_hot", "check_pick_word"]
+__all__ = ["POST_VOCAB", "check_log_softmax_with_temperature", "check_next_word_targets", "check_sample_word"]
 
 POST_VOCAB = ("a", "am", "i", "thanks", "student", "<eos>")
 """The six-word output vocabulary of The Illustrated Transformer's training example."""
 
+LOG_SOFTMAXES = SOFTMAXES + [
+    (torch, "log_softmax"), (torch.Tensor, "log_softmax"), (F, "log_softmax"), (torch.special, "log_softmax"),
+    (torch, "logsumexp"), (torch.Tensor, "logsumexp"), (torch.special, "logsumexp"),
+]
+"""torch's softmax, log-softmax and log-sum-exp, which exercise 9.1 asks the learner to do without."""
 
-def check_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) -> None:
-    """``fn(logits [..., V], temperature) -> probabilities [..., V]`` must equal ``torch.softmax(logits / temperature, -1)``."""
+
+def _log_softmax_hint(got: Tensor, z: Tensor) -> str | None:
+    """A hint for a log-softmax answer ``got`` of the tempered logits ``z`` that holds inf or nan, or None."""
+    stable = (z - z.amax(-1, keepdim=True)).exp()
+    probs = stable / stable.sum(-1, keepdim=True)
+    same_failure = lambda e: torch.equal(torch.isfinite(got), torch.isfinite(e))  # noqa: E731
+    if same_failure(probs.log()):
+        return ("holds -inf where a probability rounds to 0 (exp of a logit far below the largest underflows): "
+                "do not take the log of the softmax. Write log p_i = (z_i - m) - log(sum_j exp(z_j - m)), "
+                "with m the row's largest logit: the log never sees a 0.")
+    if float(z.abs().max()) > 80:
+        return ("holds inf or nan: exp() of a large logit overflows. Subtract each row's largest logit, "
+                "z.max(dim=-1, keepdim=True).values, before exp(); the log-softmax does not change.")
+    return None
+
+
+@keeps_random_state
+def check_log_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) -> None:
+    """``fn(logits [..., V], temperature) -> log-probabilities [..., V]``, as ``torch.log_softmax(logits / temperature, -1)``."""
     g = torch.Generator().manual_seed(9)
     cases = [
         (torch.tensor([2.0, 1.0, 0.1]), 1.0),
         (torch.tensor([2.0, 1.0, 0.1]), 0.5),
         (torch.tensor([2.0, 1.0, 0.1]), 4.0),
-        (torch.randn(4, 6, generator=g) * 3, 2.0),  # a batch: softmax runs along the last axis
+        (torch.randn(4, 6, generator=g) * 3, 2.0),  # a batch: one distribution per row
         (torch.tensor([1000.0, 999.0, 990.0]), 1.0),  # exp(1000) overflows unless the max is taken out
-        # Rows on different scales: only each row's own largest logit keeps both rows finite.
+        # exp(-200) underflows to 0 in float32: the log of the softmax is -inf, the log-softmax is not.
+        (torch.tensor([[3.0, -200.0, 0.5], [1.0, 2.0, -150.0]]), 1.0),
         (torch.tensor([[1000.0, 999.0, 995.0], [-1000.0, -1001.0, -1003.0]]), 1.0),
-        # A wide range: subtracting the smallest logit instead of the largest overflows, the mean does not.
-        (torch.tensor([3.0, -150.0, 0.5, -2.0]), 1.0),
-        # One logit far above the rest of its row: subtracting the row's mean still leaves exp(124).
-        (torch.tensor([[120.0, -40.0, -45.0, -50.0], [1.0, 2.0, 0.0, -1.0]]), 1.0),
         (torch.randn(3, 8, generator=g) * 80, 0.7),
     ]
     for logits, temperature in cases:
-        with forbidding(SOFTMAXES, "write the softmax yourself, with exp, max, sum and arithmetic."):
+        with forbidding(LOG_SOFTMAXES, "write the log-softmax yourself, with exp, log, max, sum and arithmetic."):
             got = call(fn, logits.clone(), temperature)
-        what = f"softmax_with_temperature(logits of shape {tuple(logits.shape)}, temperature={temperature})"
-        overflows = float((logits / temperature).abs().max()) > 80  # exp(80) is near float32's limit
-        if isinstance(got, Tensor) and got.shape == logits.shape and not bool(torch.isfinite(got).all()) and overflows:
-            z = logits / temperature
-            by_min, by_global_max = (z - z.amin(-1, keepdim=True)).exp(), (z - z.max()).exp()
-            by_mean = (z - z.mean(-1, keepdim=True)).exp()
-            same_failure = lambda e: torch.equal(torch.isfinite(got), torch.isfinite(e / e.sum(-1, keepdim=True)))  # noqa: E731
-            if z.dim() > 1 and same_failure(by_global_max) and not same_failure(by_min):
-                raise CheckFailed(
-                    f"{what} holds inf or nan in a row whose logits are far below another row's: subtract "
-                    "each row's own largest logit, z.max(dim=-1, keepdim=True).values, not the largest of the whole tensor."
-                )
-            if same_failure(by_mean):
-                gap = float((z.amax(-1) - z.mean(-1)).max())
-                raise CheckFailed(
-                    f"{what} holds inf or nan: subtracting each row's mean logit still leaves an exponent of "
-                    f"{gap:.0f}, and exp of anything above about 88 overflows in float32. Subtract the largest "
-                    "logit of each row, so every exponent is at most 0."
-                )
-            if same_failure(by_min):
-                raise CheckFailed(
-                    f"{what} holds inf or nan: the logits of a row span more than exp can take (about 88 "
-                    "in float32). Subtract the largest logit of each row, so every exponent is at most 0, "
-                    "not the smallest."
-                )
-            raise CheckFailed(
-                f"{what} holds inf or nan. exp() of a large logit overflows: subtract the largest "
-                "logit (of each row) before exp(); the softmax does not change."
-            )
-        assert_tensor(got, torch.softmax(logits / temperature, dim=-1), what)
-    passed("your softmax matches torch.softmax(logits / temperature, dim=-1), large logits included.")
+        what = f"log_softmax_with_temperature(logits of shape {tuple(logits.shape)}, temperature={temperature})"
+        z = logits / temperature
+        expected = torch.log_softmax(z, dim=-1)
+        if isinstance(got, Tensor) and got.shape == logits.shape:
+            got_f = got.detach().float()
+            if not bool(torch.isfinite(got_f).all()) and (hint := _log_softmax_hint(got_f, z)):
+                raise CheckFailed(f"{what} {hint}")
+            if torch.allclose(got_f, expected.exp(), atol=1e-5):
+                raise CheckFailed(f"{what} returned probabilities (they sum to 1 along the row): return their "
+                                  "logarithms, which are all at most 0.")
+            if temperature != 1.0 and torch.allclose(got_f, torch.log_softmax(logits, -1), atol=1e-5):
+                raise CheckFailed(f"{what} matches the log-softmax of the logits themselves: divide them by the "
+                                  "temperature first.")
+        assert_tensor(got, expected, what)
+    passed("your log-softmax matches torch.log_softmax(logits / temperature, dim=-1), large and tiny "
+           "probabilities included.")
 
 
-def _expected_one_hot(word: str, vocab: Sequence[str]) -> Tensor:
-    return F.one_hot(torch.tensor(list(vocab).index(word)), len(vocab)).float()  # [V]
+def _next_word_targets(sentence: str, vocab: Sequence[str]) -> Tensor:
+    ids = [list(vocab).index(w) for w in sentence.split()] + [list(vocab).index("<eos>")]
+    return F.one_hot(torch.tensor(ids), len(vocab)).float()  # [T, V]
 
 
-def check_one_hot(fn: Callable[[str, Sequence[str]], Tensor]) -> None:
-    """``fn(word, vocab) -> [V]``: 1 at the word's index in ``vocab``, 0 elsewhere (as ``F.one_hot``)."""
-    numbers = ("zero", "one", "two", "three", "four", "five", "six", "seven")
+def check_next_word_targets(fn: Callable[[str, Sequence[str]], Tensor]) -> None:
+    """``fn(sentence, vocab) -> [T, V]``: one one-hot row per decoder position, for the word that follows it."""
+    numbers = ("<eos>", "zero", "one", "two", "three", "four", "five", "six", "seven")
     g = torch.Generator().manual_seed(9)
-    hidden = [f"w{int(i)}" for i in torch.randperm(40, generator=g)[:13]]  # a vocabulary the prompt never shows
-    cases = [("am", POST_VOCAB), ("a", POST_VOCAB), ("<eos>", POST_VOCAB), ("five", numbers), (hidden[7], hidden)]
-    for word, vocab in cases:
-        with forbidding([(F, "one_hot")], "build the vector with torch.zeros and set one entry to 1."):
-            got = call(fn, word, list(vocab))
-        expected = _expected_one_hot(word, vocab)
-        if isinstance(got, Tensor) and got.shape == expected.shape and float(got.sum()) != 1.0:
-            raise CheckFailed(f"one_hot({word!r}, ...) sums to {float(got.sum()):g}; a one-hot vector holds a single 1.")
-        assert_tensor(got, expected, f"one_hot({word!r}, {list(vocab)})", dtype=torch.float32)
-    passed("your one-hot vectors match F.one_hot.")
+    hidden = ["<eos>"] + [f"w{int(i)}" for i in torch.randperm(40, generator=g)[:12]]  # never shown
+    cases = [("i am a student", POST_VOCAB), ("thanks", POST_VOCAB), ("a student a student", POST_VOCAB),
+             ("three one four one five", numbers), (" ".join(hidden[5:1:-1]), hidden)]
+    for sentence, vocab in cases:
+        with forbidding([(F, "one_hot")], "build the rows with torch.zeros and set one entry of each to 1."):
+            got = call(fn, sentence, list(vocab))
+        expected = _next_word_targets(sentence, vocab)
+        what = f"next_word_targets({sentence!r}, {list(vocab)})"
+        n_words = len(sentence.split())
+        if isinstance(got, Tensor) and got.dim() == 2 and got.shape[0] == n_words and got.shape[1] == len(vocab):
+            raise CheckFailed(f"{what} has {n_words} rows, one per word; the decoder reads <bos> and the "
+                              f"{n_words} words, {n_words + 1} positions, and the last one must predict <eos>.")
+        if isinstance(got, Tensor) and got.shape == expected.shape:
+            ones, zeros = (got == 1).sum(-1), (got == 0).sum(-1)
+            if not (bool((ones == 1).all()) and bool((zeros == len(vocab) - 1).all())):
+                raise CheckFailed(f"{what}: every row must hold a single 1 and zeros elsewhere.")
+        if (isinstance(got, Tensor) and got.shape == expected.shape and len(got) > 1
+                and torch.equal(got.float()[1:], expected[:-1])):
+            raise CheckFailed(f"{what} is shifted by one: row 0 is the position of <bos>, which must predict the "
+                              "first word, not <bos> itself.")
+        assert_tensor(got, expected, what, dtype=torch.float32)
+    passed("your targets match F.one_hot of the words that follow each position, <eos> last.")
 
 
-def check_pick_word(fn: Callable[[Tensor, Sequence[str]], str]) -> None:
-    """``fn(logits [V], vocab) -> str``: the word with the largest logit, hence the largest probability."""
-    g = torch.Generator().manual_seed(10)
+def _frequencies(fn: Callable, logits: Tensor, temperature: float, n: int) -> Tensor:
+    """How often ``fn`` picked each word of POST_VOCAB in ``n`` calls, or CheckFailed for a non-word."""
+    counts = torch.zeros(len(POST_VOCAB))
+    for _ in range(n):
+        word = call(fn, logits.clone(), list(POST_VOCAB), temperature)
+        if not isinstance(word, str) or word not in POST_VOCAB:
+            raise CheckFailed(f"sample_word should return one of the words of vocab as a str, got {word!r}.")
+        counts[POST_VOCAB.index(word)] += 1
+    return counts / n
+
+
+@keeps_random_state
+def check_sample_word(fn: Callable[[Tensor, Sequence[str], float], str]) -> None:
+    """``fn(logits [V], vocab, temperature) -> str``: a word drawn with probability softmax(logits / temperature)."""
+    torch.manual_seed(11)
+    n = 3000  # a frequency's standard error is at most 0.009; 0.045 is five of them
     cases = [
-        torch.tensor([0.5, 3.0, 1.0, -1.0, 0.0, 2.0]),
-        torch.tensor([-4.0, -3.0, -5.0, -0.5, -2.0, -6.0]),  # all negative: the largest is the least negative
-        torch.randn(6, generator=g),
-        torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 9.0]),
+        (torch.tensor([1.0, 3.0, 0.5, -1.0, 0.0, 2.0]), 1.0),
+        (torch.tensor([1.0, 3.0, 0.5, -1.0, 0.0, 2.0]), 0.5),
+        (torch.tensor([-4.0, -3.0, -5.0, -0.5, -2.0, -6.0]), 2.0),
     ]
-    for logits in cases:
-        got = call(fn, logits.clone(), list(POST_VOCAB))
-        expected = POST_VOCAB[int(logits.argmax())]
-        if not isinstance(got, str):
-            raise CheckFailed(f"pick_word should return the word as a str, got {type(got).__name__}.")
-        if got != expected:
-            raise CheckFailed(
-                f"for logits {[round(v, 2) for v in logits.tolist()]} over {list(POST_VOCAB)} you picked "
-                f"{got!r}; the largest logit belongs to {expected!r}."
-            )
-    passed("you pick the word with the highest score.")
+    for logits, temperature in cases:
+        freq = _frequencies(fn, logits, temperature, n)
+        expected = torch.softmax(logits / temperature, dim=-1)
+        what = f"over {n} calls with logits {logits.tolist()} and temperature {temperature},"
+        if float((freq - expected).abs().max()) <= 0.045:
+            continue
+        shown = ", ".join(f"{w} {f:.2f}" for w, f in zip(POST_VOCAB, freq.tolist()))
+        want = ", ".join(f"{w} {p:.2f}" for w, p in zip(POST_VOCAB, expected.tolist()))
+        if float(freq.max()) == 1.0 and int(freq.argmax()) == int(logits.argmax()):
+            raise CheckFailed(f"{what} you always returned {POST_VOCAB[int(logits.argmax())]!r}, the most probable "
+                              "word: that is greedy picking. Sampling draws each word with its probability.")
+        if float((freq - torch.softmax(logits, -1)).abs().max()) <= 0.045:
+            raise CheckFailed(f"{what} your words follow softmax(logits), not softmax(logits / temperature): "
+                              "divide by the temperature first.")
+        raise CheckFailed(f"{what} you returned the words this often: {shown}; expected about: {want}.")
+    low = _frequencies(fn, torch.tensor([1.0, 3.0, 0.5, -1.0, 0.0, 2.0]), 0.01, 200)
+    if float(low[1]) < 1.0:
+        raise CheckFailed("at temperature 0.01 nearly all the probability is on the top word, 'am', but you "
+                          f"returned other words {1 - float(low[1]):.0%} of the time.")
+    passed("your words come out about as often as softmax(logits / temperature) says.")
