@@ -217,7 +217,7 @@ def test_the_page_translates_reads_and_stops_as_tx_does(book_export):
 
 
 # ---------------------------------------------------------------- blocks of models trained in a chapter
-from tx.live import LIVE_DIR_ENV, digit_grid  # noqa: E402
+from tx.live import LIVE_DIR_ENV, continuation, digit_grid, stroke_bitmap  # noqa: E402
 from tx.vision import VisionConfig, VisionTransformer  # noqa: E402
 
 
@@ -238,9 +238,11 @@ def test_the_generator_block_shows_tx_s_greedy_continuations_and_writes_nothing_
     monkeypatch.delenv(LIVE_DIR_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
     block = tx.live.generator(model, vocab, examples=["she is", "the"], name="lm_test", max_new_tokens=5)
-    expected = tx.generate(model, torch.tensor([vocab.encode("she is", add_eos=False)]), 5, temperature=0,
+    never_unk = tx.live._never_unknown(model, vocab.unk_id)  # as the page writes: <unk> never
+    expected = tx.generate(never_unk, torch.tensor([vocab.encode("she is", add_eos=False)]), 5, temperature=0,
                            eos_id=vocab.eos_id)
     assert block.continuations[0] == vocab.decode(expected[0]) and block.continuations[0].startswith("she is")
+    assert model.training  # the wrapper left the model's mode as it was
     page = block.to_html()
     assert 'data-live-model="generate"' in page and 'data-model="lm_test"' in page and 'data-max-new-tokens="5"' in page
     assert page.count("data-live-output") == 1 and '<form class="tx-live-form" hidden>' in page
@@ -281,6 +283,79 @@ def test_the_classifier_block_carries_tx_s_answers_on_the_data_s_grey_levels():
     ref = json.loads(html_lib.unescape(page.split('data-live-reference="')[1].split('"')[0]))
     assert ref[1]["grid"] == block.grids[1].tolist() and ref[1]["class"] == block.classes[1]
     torch.testing.assert_close(torch.tensor(ref[2]["cls_attention"]), model.cls_attention(images)[2])
+
+
+def test_the_generator_block_marks_the_prompt_s_unknown_words_and_never_writes_unk(small_lm, monkeypatch):
+    """What readers met (issue 24): "Zoé is" came back as "<unk> is ...", as if the model had written <unk>."""
+    import torch
+
+    model, vocab = small_lm
+    monkeypatch.delenv(LIVE_DIR_ENV, raising=False)
+    never_unk = tx.live._never_unknown(model, vocab.unk_id)
+    ids = vocab.encode("Zoé is", add_eos=False)
+    assert ids[1] == vocab.unk_id
+    read, written = continuation(vocab, "Zoé is", ids + [vocab.itos.index("a"), vocab.eos_id, 7])
+    assert read == [("zoé", False), ("is", True)] and written == "a"
+    assert continuation(vocab, "she is", vocab.encode("she is", add_eos=False) + [vocab.eos_id]) == (
+        [("she", True), ("is", True)], "")
+    logits = never_unk(torch.tensor([ids]))  # [1, T, V]
+    assert torch.isinf(logits[..., vocab.unk_id]).all() and torch.isfinite(logits[..., 4:]).all()
+    block = tx.live.generator(model, vocab, examples=["Zoé is", "she isn't"], name="lm_test", max_new_tokens=6)
+    page = block.to_html()
+    static = page.split("<ul>")[1].split("</ul>")[0]
+    assert "&lt;unk&gt;" not in static.replace('title="never seen: read as &lt;unk&gt;"', "")
+    assert '<mark class="tx-live-token tx-live-unk" title="never seen: read as &lt;unk&gt;">zoé</mark> is' in static
+    assert all("<unk>" not in w for _, w in block.parts) and block.continuations[0].startswith("zoé is")
+    import html as html_lib
+    import re
+
+    assert [w for w, _ in block.parts[1][0]] == ["she", "isn'", "t"]  # spaced as detokenize spaces them:
+    assert html_lib.unescape(re.sub(r"<[^>]+>", "", static.split("<li>")[2])).startswith("she isn't")
+
+
+def test_stroke_bitmap_sizes_a_drawing_as_the_data_s_digits_are_sized():
+    """Every scikit-learn digit reaches the top and the bottom row, nearly all leave the first column empty and
+    most the last; a drawn 0, round or tall, large or small, must too, with strokes as thick as the data's."""
+    import math
+
+    import torch
+    from sklearn.datasets import load_digits
+
+    data = torch.tensor(load_digits().images)  # [n, 8, 8], 0..16
+    assert (data > 0).any(2).all()  # every row of every digit has ink: 32 pixels high
+    assert (data[:, :, 0] > 0).any(1).float().mean() < 0.02 and (data[:, :, 7] > 0).any(1).float().mean() < 0.15
+
+    def ellipse(rx, ry):
+        return [[(96 + rx * math.cos(2 * math.pi * k / 60), 96 + ry * math.sin(2 * math.pi * k / 60)) for k in range(61)]]
+
+    grids = [digit_grid(stroke_bitmap(ellipse(rx, ry))) for rx, ry in [(65, 70), (75, 60), (20, 25)]]
+    assert all(torch.equal(g, grids[0]) for g in grids)  # the size and the aspect of a drawn 0 do not matter
+    g = grids[0]
+    assert (g > 0).any(1).all() and g[:, 0].sum() == g[:, 7].sum() == 0 and g[3:5, 3:5].sum() == 0  # a ring
+    ink = data.sum((1, 2)).float()  # ink pixels of 32x32
+    assert ink.quantile(0.25) < g.sum() < ink.quantile(0.75)  # a pen as thick as the data's
+    one = digit_grid(stroke_bitmap([[(96, 30), (96, 170)]]))
+    assert (one > 0).any(1).all() and (one > 0).any(0).sum() <= 2  # a 1 stays thin
+    dot = stroke_bitmap([[(5, 5)]])
+    assert dot.any() and dot.sum() < 30
+    with pytest.raises(ValueError, match="strokes"):
+        stroke_bitmap([])
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (make vendor needs it too)")
+def test_the_page_reduces_strokes_to_tx_s_bitmap():
+    import random
+
+    rng = random.Random(0)
+    cases = [[[[rng.uniform(0, 192), rng.uniform(0, 192)] for _ in range(rng.randint(1, 30))]
+              for _ in range(rng.randint(1, 3))] for _ in range(12)]
+    cases += [[[[96, 30], [96, 170]]], [[[60, 40], [130, 40], [80, 170]]], [[[5, 5]]], [[[5, 5], [100, 5]]]]
+    script = ("const {strokeBitmap} = require(process.argv[1]);"
+              "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "process.stdout.write(JSON.stringify(cases.map(strokeBitmap)));")
+    got = _node(script, cases)
+    for case, page in zip(cases, got):
+        assert page == stroke_bitmap(case).int().tolist(), case
 
 
 def test_live_blocks_refuse_bad_input_clearly(small_lm):
@@ -462,9 +537,10 @@ def test_the_page_draws_the_causal_attention_of_the_words_the_language_model_wro
     export_language_model(model, vocab, tmp_path, "lm_test")
     prompts, last = ["she is", "we do not like the", "Zoé is"], model.config.n_layers - 1
     got = _node(GENERATE_IN_NODE, {"prompts": prompts, "maxNew": 6, "layer": last}, str(ORT_WEB), str(tmp_path))
+    never_unk = tx.live._never_unknown(model, vocab.unk_id)  # the page never writes <unk>
     for prompt, page in zip(prompts, got):
         start = vocab.encode(prompt, add_eos=False)
-        ys = tx.generate(model, torch.tensor([start]), 6, temperature=0, eos_id=vocab.eos_id)[0].tolist()
+        ys = tx.generate(never_unk, torch.tensor([start]), 6, temperature=0, eos_id=vocab.eos_id)[0].tolist()
         assert page["ids"] == ys and page["prompt"] == len(start), prompt
         assert page["pieces"] == ["<bos>", *tokenize(prompt)]
         assert page["unknown"] == [w for w in tokenize(prompt) if w not in vocab]

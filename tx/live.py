@@ -18,9 +18,12 @@ the live one is.
 Two more blocks run a model trained in the notebook itself, exported while the book is built
 (``_ext/book_site.py`` sets ``TX_LIVE_DIR`` to the build's live folder; anywhere else nothing is
 written): ``tx.live.generator(lm, vocab, examples=[...])`` continues the reader's prompt with a
-language model and draws the causal self-attention of the words it wrote over the words before
-them, and ``tx.live.classifier(vit, images)`` classifies a digit the reader draws, preprocessed
-as scikit-learn's digits were (:func:`digit_grid`), with [CLS]'s attention drawn over it.
+language model, showing the prompt's words apart from the words the model wrote (those it has never
+seen marked, never echoed as ``<unk>``, and ``<unk>`` never written: :func:`continuation`), and draws
+the causal self-attention of the words it wrote over the words before them; and
+``tx.live.classifier(vit, images)`` classifies a digit the reader draws, reduced as scikit-learn's
+digits were made (:func:`stroke_bitmap`, then :func:`digit_grid`), with its three likeliest
+classes, the 8x8 image it read, and [CLS]'s attention drawn over it.
 
 Axes: S source length, T target length (the attention map is [T, S]); L layers, H heads,
 N patches.
@@ -36,8 +39,8 @@ from pathlib import Path
 
 from .decoding import LENGTH_MARGIN
 
-__all__ = ["Translator", "translator", "Generator", "generator", "Classifier", "classifier", "digit_grid",
-           "LIVE_DIR_ENV"]
+__all__ = ["Translator", "translator", "Generator", "generator", "continuation", "Classifier", "classifier",
+           "stroke_bitmap", "digit_grid", "DIGIT_STROKE", "DIGIT_WIDTH", "LIVE_DIR_ENV"]
 
 LIVE_DIR_ENV = "TX_LIVE_DIR"  # set by the book's build: the folder whose tx-live/NAME/ the site serves
 
@@ -134,6 +137,45 @@ def _check_name(name: str) -> str:
     return name
 
 
+def continuation(vocab, prompt: str, ids) -> tuple[list[tuple[str, bool]], str]:
+    """What a generator block shows for ``prompt`` continued as ``ids`` [<bos>, prompt, written...].
+
+    Returns the prompt's words as the reader typed them (tokenised), each with whether the model
+    knows it, and the text the model wrote after them (up to <eos>). A word the model does not know
+    is shown as typed and marked, never as ``<unk>``: the model only read it as ``<unk>``.
+    """
+    from .data import tokenize
+    from .tokens import as_id_list
+
+    ids, words = as_id_list(ids), tokenize(prompt)
+    return [(w, w in vocab) for w in words], vocab.decode(ids[1 + len(words):])
+
+
+def _joined(prompt_text: str, written: str) -> str:
+    """The space between the prompt and the words written, as tx.data.detokenize spaces them."""
+    return "" if not written or prompt_text.endswith("'") or written[:1] in ".,!?;" else " "
+
+
+def _never_unknown(model, unk_id: int):
+    """``model`` with <unk>'s logit at -inf: <unk> stands for words the model cannot read, never one to write."""
+    import torch
+
+    class NeverUnknown(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm, self.config = model, model.config
+
+        def new_cache(self, *args, **kwargs):
+            return self.lm.new_cache(*args, **kwargs)
+
+        def forward(self, tokens, cache=None):
+            logits = self.lm(tokens, cache)  # [B, T, V]
+            logits[..., unk_id] = float("-inf")
+            return logits
+
+    return NeverUnknown().train(model.training)
+
+
 class Generator:
     """A live block that continues the reader's prompt with an in-memory language model; display it to show it."""
 
@@ -141,6 +183,7 @@ class Generator:
         import torch
 
         from .checks import check_int
+        from .data import detokenize
         from .export import export_language_model
         from .generation import generate
         from .language_model import LanguageModel
@@ -151,11 +194,15 @@ class Generator:
             raise ValueError("examples must be a non-empty list of English prompts, e.g. ['she is'].")
         check_int("max_new_tokens", max_new_tokens, low=1)
         self.name, self.examples, self.max_new_tokens = _check_name(name), list(examples), max_new_tokens
-        self.continuations = []
+        self.continuations, self.parts = [], []
+        writer = _never_unknown(model, vocab.unk_id)  # as the page: <unk> is never written
         for prompt in self.examples:  # one at a time, unpadded, as the page runs them
             ids = torch.tensor([vocab.encode(prompt, add_eos=False)])  # [1, P]: <bos> words
-            out = generate(model, ids, max_new_tokens, temperature=0, eos_id=vocab.eos_id)
-            self.continuations.append(vocab.decode(out[0]))
+            out = generate(writer, ids, max_new_tokens, temperature=0, eos_id=vocab.eos_id)
+            read, written = continuation(vocab, prompt, out[0])
+            self.parts.append((read, written))
+            typed = detokenize([w for w, _ in read])
+            self.continuations.append(typed + _joined(typed, written) + written)
         self.known = sorted(vocab.itos[4:])  # specials left out
         self.layers, self.heads = model.config.n_layers, model.config.n_heads
         folder = _live_dir(self.name)
@@ -167,8 +214,7 @@ class Generator:
         options = "".join(f'<option value="{html.escape(e)}"></option>' for e in self.examples)
         settings = "".join(f'<option value="{v}">{label}</option>' for v, label in SAMPLING)
         layers, heads = _layer_options(self.layers), _head_options(self.heads)
-        static = "".join(f"<li><i>{html.escape(p)}</i> → {html.escape(c)}</li>"
-                         for p, c in zip(self.examples, self.continuations))
+        static = "".join(f"<li>{_continuation_html(read, written)}</li>" for read, written in self.parts)
         words = ", ".join(html.escape(w) for w in self.known)
         return f"""<div class="tx-live" id="{uid}" data-live-model="generate" data-model="{html.escape(self.name)}" data-max-new-tokens="{self.max_new_tokens}">
 <form class="tx-live-form" hidden>
@@ -185,14 +231,30 @@ class Generator:
 <p class="tx-live-status" role="status"></p>
 <div class="tx-live-map"></div>
 <div class="tx-live-static"><p>On the book's website this block continues any prompt you type, in your browser.
-Here, tx's own greedy continuations of its examples:</p><ul>{static}</ul></div>
+Here, tx's own greedy continuations of its examples, the words the model wrote in bold:</p><ul>{static}</ul></div>
 <details class="tx-live-words"><summary>The {len(self.known)} English words and marks this model knows (any other word reads as &lt;unk&gt;)</summary><p>{words}</p></details>
 </div>"""
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        lines = [f"{p} -> {c}" for p, c in zip(self.examples, self.continuations)]
+        lines = [f"{p} -> {w}" for p, (_, w) in zip(self.examples, self.parts)]
         text = "Live language model (on the book's website). tx's greedy continuations:\n" + "\n".join(lines)
         return {"text/plain": text, "text/html": self.to_html()}
+
+
+def _continuation_html(read: list[tuple[str, bool]], written: str) -> str:
+    """The prompt's words (those the model does not know marked, as the page marks them), then the words written, bold."""
+    from .data import detokenize
+
+    typed = detokenize([w for w, _ in read])
+    words = [html.escape(w) if known else f'<mark class="tx-live-token tx-live-unk" title="never seen: read as '
+             f'&lt;unk&gt;">{html.escape(w)}</mark>' for w, known in read]
+    # the spaces of detokenize, kept around the marks
+    shown, previous = "", None
+    for (w, _), h in zip(read, words):
+        shown += ("" if previous is None or previous.endswith("'") or w[:1] in ".,!?;" else " ") + h
+        previous = w
+    return (f'<span class="tx-live-prompt" style="font-weight: normal">{shown}</span>{_joined(typed, written)}'
+            f'<b class="tx-live-written">{html.escape(written)}</b>')
 
 
 SAMPLING = [("greedy", "greedy"), ("t0.7", "temperature 0.7"), ("t1.5", "temperature 1.5"), ("k3", "top-k 3")]
@@ -207,8 +269,8 @@ def digit_grid(bitmap) -> "torch.Tensor":
     """A 32x32 bitmap of ink (True = ink) -> [8, 8] counts 0..16: scikit-learn's digits' preprocessing.
 
     The digits were scanned as 32x32 black-and-white bitmaps and divided into 4x4 blocks; each
-    pixel of the 8x8 image counts the ink pixels of its block. The page's canvas is reduced to
-    such a bitmap (the ink's bounding box scaled to fill 32 pixels, centred) and counted the same way.
+    pixel of the 8x8 image counts the ink pixels of its block. The page's drawing is reduced to
+    such a bitmap (:func:`stroke_bitmap`) and counted the same way.
     """
     import torch
 
@@ -219,6 +281,62 @@ def digit_grid(bitmap) -> "torch.Tensor":
     if tuple(bitmap.shape) != (32, 32):
         raise ValueError(f"bitmap must be 32x32 pixels, as the digits were scanned, got {tuple(bitmap.shape)}.")
     return (bitmap != 0).long().reshape(8, 4, 8, 4).sum(dim=(1, 3))  # [8, 4, 8, 4] -> [8, 8]
+
+
+DIGIT_STROKE = 5.0  # the pen's width in pixels of the 32x32 bitmap: about a third of the pixels ink, as in the data
+DIGIT_WIDTH = 20.0  # the widest a digit is drawn, in pixels of the 32; every digit is 32 high
+
+
+def _fitted(strokes: Sequence[Sequence[Sequence[float]]]) -> list[list[tuple[float, float]]]:
+    """Strokes (lists of [x, y] points, any units) moved into the 32x32 box as the data's digits sit in it."""
+    points = [(float(x), float(y)) for stroke in strokes for x, y in stroke]
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    cx, cy, bw, bh = (min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2, max(xs) - min(xs), max(ys) - min(ys)
+    # the ink (centre line and pen) 32 pixels high; as wide as that makes it, at most DIGIT_WIDTH
+    sy = (32 - DIGIT_STROKE) / bh if bh > 0 else None
+    sx = (DIGIT_WIDTH - DIGIT_STROKE) / bw if bw > 0 else None
+    if sy is not None and sx is not None:
+        sx = min(sx, sy)
+    elif sy is None:
+        sy = sx if sx is not None else 1.0  # a flat stroke keeps its shape; a dot is a dot
+        sx = sy
+    else:
+        sx = sy  # a vertical stroke (a 1): the height decides
+    return [[(16 + (x - cx) * sx, 16 + (y - cy) * sy) for x, y in stroke] for stroke in strokes]
+
+
+def stroke_bitmap(strokes: Sequence[Sequence[Sequence[float]]]) -> "torch.Tensor":
+    """Pen strokes (each a list of [x, y] points, y down) -> a 32x32 bitmap of ink, as the digits were normalised.
+
+    Every one of scikit-learn's digits reaches the top and the bottom row of its 8x8 image; nearly
+    all leave the first column empty, and most the last: each was scaled to 32 pixels high and
+    at most about 20 wide, centred, and its strokes are thick (about a third of the pixels are ink). So the strokes' box is scaled to fill
+    the height (the width by the same factor, squeezed to :data:`DIGIT_WIDTH` if wider), centred,
+    and drawn with a pen :data:`DIGIT_STROKE` pixels wide whatever the size of the drawing: a pixel
+    is ink when its centre lies within half the pen's width of a stroke. tx-live.js does the same
+    arithmetic, so the page's bitmap is this one.
+    """
+    import torch
+
+    if isinstance(strokes, (str, bytes)) or not strokes or not all(len(s) for s in strokes):
+        raise ValueError("strokes must be a non-empty list of strokes, each a non-empty list of [x, y] points.")
+    segments = []
+    for stroke in _fitted(strokes):
+        segments += list(zip(stroke, stroke[1:])) if len(stroke) > 1 else [(stroke[0], stroke[0])]
+    reach = (DIGIT_STROKE / 2) * (DIGIT_STROKE / 2)
+    bitmap = torch.zeros(32, 32, dtype=torch.bool)
+    for r in range(32):
+        for c in range(32):
+            px, py = c + 0.5, r + 0.5
+            for (ax, ay), (bx, by) in segments:
+                dx, dy = bx - ax, by - ay
+                length = dx * dx + dy * dy
+                t = 0.0 if length == 0 else max(0.0, min(1.0, ((px - ax) * dx + (py - ay) * dy) / length))
+                qx, qy = ax + t * dx - px, ay + t * dy - py
+                if qx * qx + qy * qy <= reach:
+                    bitmap[r, c] = True
+                    break
+    return bitmap
 
 
 class Classifier:
@@ -281,8 +399,9 @@ class Classifier:
 </form>
 <p class="tx-live-result" hidden>The model reads a <output data-live-output aria-live="polite"></output></p>
 <p class="tx-live-status" role="status"></p>
-<div class="tx-live-static"><p>On the book's website you can draw a digit here and this model classifies it in your browser,
-with [CLS]'s attention over the patches drawn on it. Here, tx's answers for its examples:</p><ul>{static}</ul></div>
+<div class="tx-live-static"><p>On the book's website you can draw a digit here and this model classifies it in your browser:
+it shows its three likeliest digits, the 8x8 image it read, and [CLS]'s attention over the patches. Here, tx's answers
+for its examples:</p><ul>{static}</ul></div>
 </div>"""
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:

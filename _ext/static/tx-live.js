@@ -8,10 +8,11 @@
 // many megabytes its first use downloads; nothing is fetched until the reader asks for a translation.
 // Two more blocks run models trained in a chapter (exported as the build runs it): "generate"
 // continues the reader's prompt with a language model, greedily or sampled with a seeded
-// generator, and draws the causal self-attention of the words it wrote; "classify" reads a digit
-// drawn on a canvas, reduced as scikit-learn's digits were (digitGrid), and draws [CLS]'s attention
-// over its patches.
-// The tokeniser, outputLimit, digitGrid, beamSearch, translate and continuePrompt are also loaded by
+// generator (never writing <unk>), shows the prompt's words apart from the words it wrote, and
+// draws the causal self-attention of the words it wrote; "classify" reads the strokes drawn on a
+// canvas, reduced as scikit-learn's digits were made (strokeBitmap, digitGrid), and shows its three
+// likeliest classes, the 8x8 image it read, and [CLS]'s attention over its patches.
+// The tokeniser, outputLimit, strokeBitmap, digitGrid, beamSearch, translate and continuePrompt are also loaded by
 // Node in tests/test_live.py, which compares them with tx's.
 (function () {
   "use strict";
@@ -126,6 +127,46 @@
       grid.push(row);
     }
     return grid;
+  }
+
+  // As tx.live.stroke_bitmap, operation for operation (so the bitmaps are equal): the strokes' box
+  // scaled to 32 pixels high (as wide as that makes it, at most DIGIT_WIDTH), centred, and drawn with
+  // a pen DIGIT_STROKE pixels wide whatever the size of the drawing, as the data's digits were made.
+  var DIGIT_STROKE = 5, DIGIT_WIDTH = 20;
+  function fitStrokes(strokes) { // strokes: [[[x, y], ...], ...] -> the same in the 32x32 box
+    var xs = [], ys = [];
+    strokes.forEach(function (st) { st.forEach(function (p) { xs.push(p[0]); ys.push(p[1]); }); });
+    var x0 = Math.min.apply(null, xs), x1 = Math.max.apply(null, xs), y0 = Math.min.apply(null, ys), y1 = Math.max.apply(null, ys);
+    var cx = (x0 + x1) / 2, cy = (y0 + y1) / 2, bw = x1 - x0, bh = y1 - y0;
+    var sy = bh > 0 ? (32 - DIGIT_STROKE) / bh : null, sx = bw > 0 ? (DIGIT_WIDTH - DIGIT_STROKE) / bw : null;
+    if (sy !== null && sx !== null) sx = Math.min(sx, sy);
+    else if (sy === null) { sy = sx !== null ? sx : 1; sx = sy; } // a flat stroke keeps its shape; a dot is a dot
+    else sx = sy; // a vertical stroke (a 1): the height decides
+    return strokes.map(function (st) { return st.map(function (p) { return [16 + (p[0] - cx) * sx, 16 + (p[1] - cy) * sy]; }); });
+  }
+  function strokeBitmap(strokes) { // -> 32 rows of 32 0/1: a pixel is ink when its centre is within half the pen of a stroke
+    var segments = [];
+    fitStrokes(strokes).forEach(function (st) {
+      if (st.length === 1) segments.push([st[0], st[0]]);
+      for (var i = 0; i + 1 < st.length; i++) segments.push([st[i], st[i + 1]]);
+    });
+    var reach = (DIGIT_STROKE / 2) * (DIGIT_STROKE / 2), bitmap = [];
+    for (var r = 0; r < 32; r++) {
+      var row = [];
+      for (var c = 0; c < 32; c++) {
+        var px = c + 0.5, py = r + 0.5, ink = 0;
+        for (var k = 0; k < segments.length && !ink; k++) {
+          var ax = segments[k][0][0], ay = segments[k][0][1], dx = segments[k][1][0] - ax, dy = segments[k][1][1] - ay;
+          var length = dx * dx + dy * dy;
+          var t = length === 0 ? 0 : Math.max(0, Math.min(1, ((px - ax) * dx + (py - ay) * dy) / length));
+          var qx = ax + t * dx - px, qy = ay + t * dy - py;
+          if (qx * qx + qy * qy <= reach) ink = 1;
+        }
+        row.push(ink);
+      }
+      bitmap.push(row);
+    }
+    return bitmap;
   }
 
   function mulberry32(seed) { // a small seeded generator of numbers in [0, 1): the same seed, the same sentence
@@ -305,6 +346,7 @@
       out = await model.session.run({ tokens: ids(model.ort, ys) });
       var row = (ys.length - 1) * V, z = Array.from(out.logits.data.subarray(row, row + V));
       z[m.pad_id] = -Infinity; // padding is layout, never a word to write (as tx.generate)
+      z[m.unk_id] = -Infinity; // <unk> stands for the words it cannot read, never one to write (as tx.live)
       var next = choice === "greedy" ? argmax(z) : sample(z, temperature, topK, rand);
       ys.push(next);
       if (next === m.eos_id || ys.length >= maxLen) break; // <eos>, or the context is full
@@ -330,7 +372,7 @@
   }
 
   var api = { tokenize: tokenize, tidyTyped: tidyTyped, detokenize: detokenize, WordVocab: WordVocab, BpeVocab: BpeVocab,
-              digitGrid: digitGrid, mulberry32: mulberry32, sample: sample, beamSearch: beamSearch,
+              digitGrid: digitGrid, strokeBitmap: strokeBitmap, mulberry32: mulberry32, sample: sample, beamSearch: beamSearch,
               normalisedScore: normalisedScore, outputLimit: outputLimit, translate: translate,
               continuePrompt: continuePrompt, writtenAttention: writtenAttention };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
@@ -712,6 +754,30 @@
   }
 
   // ---------------------------------------------------------------- the language model's block
+  // The prompt as the reader typed it (the words the model has never seen marked, as showRead marks
+  // them: it read each as <unk>, and echoing "<unk>" would pass it off as its own), then the words it
+  // wrote, in bold; spaced as tx.data.detokenize spaces words (tx.live's _continuation_html).
+  function showContinuation(output, model, r) {
+    var m = model.manifest, prompt = document.createElement("span"), written = document.createElement("b");
+    var words = r.pieces.slice(1), ids = r.ids.slice(1, r.prompt);
+    prompt.className = "tx-live-prompt";
+    prompt.style.fontWeight = "normal";
+    words.forEach(function (w, i) {
+      if (i > 0 && !(words[i - 1].endsWith("'") || /^[.,!?;]/.test(w))) prompt.append(" ");
+      if (ids[i] !== m.unk_id) { prompt.append(w); return; }
+      var mark = document.createElement("mark");
+      mark.className = "tx-live-token tx-live-unk";
+      mark.title = "never seen: read as <unk>";
+      mark.textContent = w;
+      prompt.append(mark);
+    });
+    written.className = "tx-live-written";
+    written.textContent = model.vocab.decode(r.ids.slice(r.prompt), m);
+    var text = written.textContent, typed = detokenize(words);
+    var space = !text || typed.endsWith("'") || /^[.,!?;]/.test(text) ? "" : " ";
+    output.replaceChildren(prompt, space, written);
+  }
+
   function setUpGenerate(block) {
     var read = addReadBox(block);
     if (unavailable(block)) return;
@@ -755,7 +821,7 @@
         var result = await continuePrompt(model, text, choice, seed, maxNew);
         var ms = performance.now() - start;
         last = { model: model, result: result, choice: choice, seed: seed, ms: ms };
-        output.textContent = result.text;
+        showContinuation(output, model, result);
         output.parentNode.hidden = false;
         showRead(read, model.vocab, result.pieces, result.ids, model.manifest.unk_id, result.unknown, THEN.generate);
         status.textContent = "Written in your browser in " + ms.toFixed(0) + " ms, " +
@@ -775,29 +841,6 @@
   }
 
   // ---------------------------------------------------------------- the digit classifier's block
-  function canvasGrid(canvas) { // the ink's bounding box scaled to fill 32x32, centred, thresholded, counted; null if blank
-    var w = canvas.width, h = canvas.height, alpha = canvas.getContext("2d").getImageData(0, 0, w, h).data;
-    var x0 = w, y0 = h, x1 = -1, y1 = -1;
-    for (var y = 0; y < h; y++) for (var x = 0; x < w; x++) {
-      if (alpha[4 * (y * w + x) + 3] > 0) { x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y); }
-    }
-    if (x1 < 0) return null;
-    var bw = x1 - x0 + 1, bh = y1 - y0 + 1, side = Math.max(bw, bh);
-    var small = document.createElement("canvas");
-    small.width = small.height = 32;
-    var ctx = small.getContext("2d"), dw = 32 * bw / side, dh = 32 * bh / side;
-    ctx.imageSmoothingEnabled = true;
-    ctx.imageSmoothingQuality = "high";
-    ctx.drawImage(canvas, x0, y0, bw, bh, (32 - dw) / 2, (32 - dh) / 2, dw, dh);
-    var a = ctx.getImageData(0, 0, 32, 32).data, bitmap = [];
-    for (var r = 0; r < 32; r++) {
-      var row = [];
-      for (var c = 0; c < 32; c++) row.push(a[4 * (r * 32 + c) + 3] >= 128 ? 1 : 0);
-      bitmap.push(row);
-    }
-    return digitGrid(bitmap);
-  }
-
   function paintGrid(canvas, grid) { // an 8x8 grid of 0..16 as grey squares on the canvas
     var ctx = canvas.getContext("2d"), s = canvas.width / 8;
     ctx.clearRect(0, 0, canvas.width, canvas.height);
@@ -830,6 +873,38 @@
     box.replaceChildren(svg);
   }
 
+  // What the model read and what it thinks: its three likeliest classes with their probabilities, and
+  // the 8x8 image it was given (each pixel's count of ink, 0 to 16, as a grey square with its number).
+  function showDigitRead(box, grid, logits) {
+    var top = Math.max.apply(null, logits), exp = logits.map(function (z) { return Math.exp(z - top); });
+    var total = exp.reduce(function (a, b) { return a + b; }, 0);
+    var order = logits.map(function (_, i) { return i; }).sort(function (a, b) { return logits[b] - logits[a] || a - b; });
+    var line = document.createElement("p");
+    line.className = "tx-live-top";
+    line.textContent = "Its three likeliest digits: " + order.slice(0, 3).map(function (k) {
+      return k + " (probability " + (exp[k] / total).toFixed(2) + ")";
+    }).join(", ") + ".";
+    var px = 18, size = 8 * px, caption = "The 8x8 image the model read: each square counts the ink of a 4x4 block " +
+      "of the 32x32 bitmap, 0 (white) to 16 (black).";
+    var svg = el("svg", { width: size, height: size, viewBox: "0 0 " + size + " " + size, role: "img",
+                          "aria-label": caption, "class": "tx-live-grid", "data-live-grid": JSON.stringify(grid) });
+    svg.appendChild(el("title", {}, caption));
+    grid.forEach(function (row, r) {
+      row.forEach(function (v, c) {
+        var g = Math.round(255 - 255 * v / 16);
+        svg.appendChild(el("rect", { x: c * px, y: r * px, width: px, height: px, fill: "rgb(" + g + "," + g + "," + g + ")",
+                                     stroke: "#bbb", "stroke-width": 0.5 }));
+        if (v) svg.appendChild(el("text", { x: c * px + px / 2, y: r * px + px / 2 + 4, "text-anchor": "middle", "font-size": 10,
+                                            fill: v > 8 ? "#fff" : "#000" }, String(v)));
+      });
+    });
+    var label = document.createElement("p");
+    label.textContent = "What it read (8x8, ink 0 to 16):";
+    box.replaceChildren(line, label, svg);
+    box.hidden = false;
+    return order.slice(0, 3).map(function (k) { return [k, exp[k] / total]; });
+  }
+
   function setUpClassify(block) {
     if (unavailable(block)) return;
     addSizeNote(block, "classification");
@@ -838,24 +913,33 @@
     var canvas = block.querySelector("canvas"), ctx = canvas.getContext("2d");
     var reference = JSON.parse(block.getAttribute("data-live-reference"));
     var patch = Number(block.getAttribute("data-patch"));
-    var given = null, last = null, drawing = false; // given: an 8x8 grid set by an example (null: read the canvas)
+    var read = addReadBox(block);
+    // given: an 8x8 grid set by an example (null: read the strokes); strokes: the reader's, in canvas pixels
+    var given = null, last = null, drawing = false, strokes = [];
 
-    function setGrid(grid) { given = grid; paintGrid(canvas, grid); }
+    function setGrid(grid) { given = grid; strokes = []; paintGrid(canvas, grid); }
+    function at(e) { // the pointer in the canvas's own pixels
+      var r = canvas.getBoundingClientRect(), k = canvas.width / r.width;
+      return [(e.clientX - r.left) * k, (e.clientY - r.top) * k];
+    }
     block.txLiveSetGrid = setGrid; // for tests, and the example buttons
     canvas.addEventListener("pointerdown", function (e) {
+      if (given) ctx.clearRect(0, 0, canvas.width, canvas.height); // drawing over an example starts afresh
       drawing = true; given = null;
       canvas.setPointerCapture(e.pointerId);
-      var r = canvas.getBoundingClientRect(), k = canvas.width / r.width;
+      var p = at(e);
+      strokes.push([p]);
       ctx.lineWidth = 16; ctx.lineCap = ctx.lineJoin = "round"; ctx.strokeStyle = "#000";
       ctx.beginPath();
-      ctx.moveTo((e.clientX - r.left) * k, (e.clientY - r.top) * k);
-      ctx.lineTo((e.clientX - r.left) * k + 0.1, (e.clientY - r.top) * k);
+      ctx.moveTo(p[0], p[1]);
+      ctx.lineTo(p[0] + 0.1, p[1]);
       ctx.stroke();
     });
     canvas.addEventListener("pointermove", function (e) {
       if (!drawing) return;
-      var r = canvas.getBoundingClientRect(), k = canvas.width / r.width;
-      ctx.lineTo((e.clientX - r.left) * k, (e.clientY - r.top) * k);
+      var p = at(e);
+      strokes[strokes.length - 1].push(p);
+      ctx.lineTo(p[0], p[1]);
       ctx.stroke();
     });
     ["pointerup", "pointercancel"].forEach(function (t) { canvas.addEventListener(t, function () { drawing = false; }); });
@@ -863,8 +947,8 @@
       b.addEventListener("click", function () { setGrid(reference[Number(b.value)].grid); });
     });
     form.elements.clear.addEventListener("click", function () {
-      given = null; ctx.clearRect(0, 0, canvas.width, canvas.height);
-      box.replaceChildren(); output.parentNode.hidden = true; status.textContent = "";
+      given = null; strokes = []; ctx.clearRect(0, 0, canvas.width, canvas.height);
+      box.replaceChildren(); read.replaceChildren(); read.hidden = true; output.parentNode.hidden = true; status.textContent = "";
     });
 
     function redraw() {
@@ -879,13 +963,13 @@
       var which = head === "mean" ? "mean of the heads" : "head " + (Number(head) + 1);
       drawDigitAttention(box, last.grid, weights, patch, "The digit as the model reads it (8x8), and [CLS]'s attention " +
         "over its patches, layer " + (layer + 1) + ", " + which + ": the darker the orange, the more weight.");
-      block.txLive = { grid: last.grid, class: last.cls_id, logits: last.logits, layer: layer, head: head,
-                       attention: weights, ms: last.ms };
+      block.txLive = { grid: last.grid, class: last.cls_id, logits: last.logits, top: last.top, strokes: last.strokes,
+                       layer: layer, head: head, attention: weights, ms: last.ms };
     }
 
     form.addEventListener("submit", async function (event) {
       event.preventDefault();
-      var grid = given || canvasGrid(canvas);
+      var grid = given || (strokes.length ? digitGrid(strokeBitmap(strokes)) : null);
       if (!grid) { status.textContent = "Draw a digit first, or load an example."; return; }
       block.setAttribute("data-live-state", "busy");
       status.textContent = loadingNote(block.getAttribute("data-model"));
@@ -895,12 +979,12 @@
         var pixels = Float32Array.from([].concat.apply([], grid), function (v) { return v / 16; });
         var out = await model.session.run({ images: new model.ort.Tensor("float32", pixels, [1, 1, 8, 8]) });
         var ms = performance.now() - start, logits = Array.from(out.logits.data), k = argmax(logits);
-        var top = logits[k], total = logits.reduce(function (a, z) { return a + Math.exp(z - top); }, 0);
-        last = { grid: grid, cls_id: k, logits: logits, cls: out.cls_attn, ms: ms };
         output.textContent = String(k);
         output.parentNode.hidden = false;
-        status.textContent = "Classified in your browser in " + ms.toFixed(0) + " ms; the model gives it probability " +
-          (1 / total).toFixed(2) + ".";
+        var top = showDigitRead(read, grid, logits);
+        last = { grid: grid, cls_id: k, logits: logits, top: top, strokes: given ? null : strokes.map(function (s) { return s.slice(); }),
+                 cls: out.cls_attn, ms: ms };
+        status.textContent = "Classified in your browser in " + ms.toFixed(0) + " ms.";
         redraw();
         block.setAttribute("data-live-state", "done");
       } catch (err) {

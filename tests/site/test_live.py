@@ -449,16 +449,26 @@ def _continue(page, text: str, choice: str = "greedy", seed: int = 0) -> dict:
     return block.evaluate(READ_BACK)
 
 
+def block_parts(page) -> dict:
+    """The generator's output read back in its parts: the prompt, the words in it marked unknown, the words written."""
+    return page.locator('[data-live-model="generate"]').first.evaluate("""b => {
+        const o = b.querySelector('[data-live-output]');
+        return {prompt: o.querySelector('.tx-live-prompt').textContent,
+                unknown: [...o.querySelectorAll('mark.tx-live-unk')].map(m => m.textContent),
+                written: o.querySelector('.tx-live-written').textContent}; }""")
+
+
 def test_chapter_13_s_model_continues_typed_prompts_as_tx_does(visits_live):
     live = visits_live(LM_PAGE)
     page = live.page
     early = [u for u in live.requests if any(p in urlsplit(u).path for p in LIVE_PATHS)]
     assert not early, f"fetched before the block was used: {early}"
     html_text = (HTML / f"{LM_PAGE}.html").read_text(encoding="utf-8")
-    static = re.search(r'data-live-model="generate".*?<ul>(.*?)</ul>', html_text, re.S).group(1)
-    examples = [(html_lib.unescape(p), html_lib.unescape(c)) for p, c in re.findall(r"<li><i>(.*?)</i> → (.*?)</li>", static)]
-    assert len(examples) >= 3
-    for prompt, expected in examples:  # tx's greedy continuations, written by the build's kernel
+    block_html = re.search(r'data-live-model="generate".*?</ul>', html_text, re.S).group(0)
+    prompts = [html_lib.unescape(p) for p in re.findall(r'<option value="([^"]*)"></option>', block_html)]
+    shown = [html_lib.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<li>(.*?)</li>", block_html.split("<ul>")[1])]
+    assert len(prompts) == len(shown) >= 3
+    for prompt, expected in zip(prompts, shown):  # tx's greedy continuations, written by the build's kernel
         got = _continue(page, prompt)
         assert got["state"] == "done", got["status"]
         assert got["output"] == expected, f"{prompt!r}: the page wrote {got['output']!r}, tx {expected!r}"
@@ -470,14 +480,19 @@ def test_chapter_13_s_model_continues_typed_prompts_as_tx_does(visits_live):
         ys = vocab.encode(prompt, add_eos=False)
         for _ in range(steps):
             z = session.run(None, {"tokens": np.array([ys], dtype=np.int64)})[0][0, -1]
-            z[m["pad_id"]] = -np.inf
+            z[m["pad_id"]] = z[m["unk_id"]] = -np.inf  # <unk> is never written either (issue 24)
             ys.append(int(z.argmax()))
             if ys[-1] == m["eos_id"] or len(ys) >= m["config"]["max_len"]:
                 break
         got = _continue(page, prompt)
-        assert got["live"]["ids"] == ys and got["output"] == vocab.decode(ys), prompt
+        typed = tx.data.detokenize(tx.data.tokenize(prompt))  # the reader's words, unknown ones too, never <unk>
+        written = vocab.decode(ys[len(vocab.encode(prompt, add_eos=False)):])
+        assert got["live"]["ids"] == ys and got["output"] in (typed + " " + written, typed + written), prompt
+        assert "<unk>" not in got["output"] and got["output"].endswith(written), prompt
     zoe = _continue(page, "Zoé is")
     assert zoe["marked"] == ["zoé"] and "never seen “zoé”" in zoe["note"] and "without knowing" in zoe["note"], zoe
+    shown_zoe = block_parts(page)  # the prompt apart from the words written, the unknown word marked in it
+    assert shown_zoe["unknown"] == ["zoé"] and shown_zoe["prompt"] == "zoé is" and "<unk>" not in zoe["output"], shown_zoe
     a, b, c = (_continue(page, "she is", "t1.5", s)["live"]["ids"] for s in (3, 3, 4))
     assert a == b, "one seed must give one sentence"
     assert all(0 <= i < len(itos) and i != m["pad_id"] for i in a + c)
@@ -545,7 +560,9 @@ def _classify(page, example: int | None = None) -> dict:
     _wait(page, block)
     return block.evaluate("""b => ({state: b.getAttribute('data-live-state'), live: b.txLive,
         status: b.querySelector('.tx-live-status').textContent, output: b.querySelector('[data-live-output]').textContent,
-        drawn: JSON.parse(b.querySelector('svg').getAttribute('data-live-attention'))})""")
+        drawn: JSON.parse(b.querySelector('svg').getAttribute('data-live-attention')),
+        grid_shown: JSON.parse(b.querySelector('.tx-live-read svg').getAttribute('data-live-grid')),
+        top_line: b.querySelector('.tx-live-read .tx-live-top').textContent})""")
 
 
 def test_chapter_14_s_model_classifies_example_and_drawn_digits_as_tx_does(visits_live):
@@ -558,6 +575,8 @@ def test_chapter_14_s_model_classifies_example_and_drawn_digits_as_tx_does(visit
         got = _classify(page, i)
         assert got["state"] == "done", got["status"]
         assert got["live"]["grid"] == ref["grid"] and got["output"] == str(ref["class"])
+        assert got["live"]["top"][0][0] == ref["class"] and len(got["live"]["top"]) == 3  # its three likeliest
+        assert got["grid_shown"] == ref["grid"] and got["top_line"].startswith("Its three likeliest digits: ")
         expected = torch.tensor(ref["cls_attention"][-1], dtype=torch.float64).mean(0)  # last layer, mean of heads
         assert got["drawn"] == got["live"]["attention"]
         torch.testing.assert_close(torch.tensor(got["drawn"], dtype=torch.float64), expected, atol=1e-4, rtol=0)
@@ -580,6 +599,9 @@ def test_chapter_14_s_model_classifies_example_and_drawn_digits_as_tx_does(visit
         got = _classify(page)
         grid = torch.tensor(got["live"]["grid"])
         assert got["state"] == "done" and grid.shape == (8, 8) and 0 < grid.sum() and grid.max() <= 16, got["status"]
+        # reduced as tx reduces the same strokes: 32 high, at most 20 wide, a pen of its own width (issue 24)
+        assert grid.tolist() == tx.live.digit_grid(tx.live.stroke_bitmap(got["live"]["strokes"])).tolist()
+        assert (grid > 0).any(1).all() and got["grid_shown"] == grid.tolist()
         logits, cls = session.run(None, {"images": (grid.float() / 16)[None, None].numpy()})
         assert got["output"] == str(int(logits.argmax()))
         print(f"a stroke through {stroke} reads as {got['output']}; its 8x8 grid: {got['live']['grid']}")
