@@ -29,6 +29,9 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 * Under every chapter's "Exercises" heading, links to the learner edition's zip (served at
   the site's root) and says how long the chapter's Run All took on the CI machine, read from
   ``bench/run_all_times.json``; a chapter that took over two minutes says so under its title.
+* Numbers an appendix's figures, tables and exercises A1.1, A1.2, ... (``appendix_numbers``):
+  its part of the table of contents is not numbered, and Sphinx would count them 1, 2, ...,
+  which read as chapter 1's.
 * In the code a page shows, an equation's label (``# eq-ch10-cross-entropy``, how the
   chapters tie a line to its equation) becomes the equation's number, ``(10.2)``.
 * Gives the site a favicon (``extra/favicon.ico``, also served as ``/favicon.ico``).
@@ -241,6 +244,50 @@ def learner_edition_notes(app: Sphinx, doctree: nodes.document, docname: str) ->
         top.insert(1, nodes.raw("", f'<p class="tx-run-time"><em>{html.escape(slow, quote=False)}</em></p>', format="html"))
 
 
+APPENDIX_PAGE = re.compile(r"(?:^|/)([A-Z]\d+)_[^/]*$")  # chapters/A1_training_at_scale -> A1
+
+
+def appendix_numbers(app: Sphinx, env) -> list[str]:
+    """An appendix's figures, tables, code blocks and exercises numbered ``A1.1``, ``A1.2``, ... in its page's order.
+
+    Sphinx numbers what sits in an unnumbered part of the table of contents 1, 2, ..., the numbers
+    chapter 1's own figures and exercises read as, and sphinx-exercise takes its numbers from the
+    same table. A number is a tuple that every writer joins with dots, so ``("A1", 2)`` reads A1.2,
+    in a caption and in every reference to it. Runs after Sphinx has counted (``env-get-updated``).
+    """
+    for docname, kinds in env.toc_fignumbers.items():
+        match = APPENDIX_PAGE.search(docname)
+        if not match or env.toc_secnumbers.get(docname):
+            continue
+        for numbers in kinds.values():
+            for n, key in enumerate(sorted(numbers, key=lambda k: numbers[k]), start=1):
+                numbers[key] = (match.group(1), n)
+    return []
+
+
+def dataclass_signature(app: Sphinx, what: str, name: str, obj, options, signature, return_annotation):
+    """A dataclass's generated signature dropped when the API page lists every field, each once with its "why".
+
+    Only a dataclass whose ``__init__`` is the generated one (its signature is its fields), and only
+    when autodoc lists every field: with ``undoc-members``, or when each has a ``#:`` comment.
+    """
+    import dataclasses
+
+    from sphinx.pycode import ModuleAnalyzer
+
+    if what != "class" or not dataclasses.is_dataclass(obj) or not obj.__dataclass_params__.init:
+        return None
+    if options and options.get("undoc-members"):
+        return "", None
+    try:
+        documented = ModuleAnalyzer.for_module(obj.__module__).find_attr_docs()
+    except Exception:  # no source to read: keep the signature
+        return None
+    if all((obj.__qualname__, f.name) in documented for f in dataclasses.fields(obj) if f.init):
+        return "", None
+    return None
+
+
 def equation_numbers_in_code(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     """In the code a page shows, an equation's label becomes the number the reader sees.
 
@@ -445,6 +492,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", add_base_href)
     app.connect("html-page-context", add_live_download_bytes)
     app.connect("html-page-context", dedupe_scripts, priority=900)  # after the others
+    app.connect("env-get-updated", appendix_numbers, priority=900)  # after Sphinx's own numbering
+    app.connect("autodoc-process-signature", dataclass_signature)
     app.connect("doctree-resolved", widget_alt_text)
     app.connect("doctree-resolved", explorer_alt_text)
     app.connect("doctree-resolved", learner_edition_notes)

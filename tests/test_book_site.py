@@ -97,3 +97,23 @@ def test_live_download_bytes_count_what_a_block_fetches(book_site, tmp_path):
     manifest, bpe_manifest = (words / "manifest.json").stat().st_size, (pieces / "manifest.json").stat().st_size
     # no file the block does not fetch; a subword model's block fetches tokenizers.js as well
     assert sizes == {"runtime": 330, "words": manifest + 3050, "pieces": bpe_manifest + 311 + 40}
+
+
+def test_an_appendix_numbers_its_figures_and_exercises_apart_from_chapter_1(book_site):
+    """Sphinx counts what an unnumbered part holds 1, 2, ...: the appendix's figures read as chapter 1's (issue 24)."""
+    from types import SimpleNamespace
+
+    env = SimpleNamespace(
+        toc_fignumbers={
+            "chapters/01_high_level_look": {"figure": {"fig-a": (1, 1)}},
+            "chapters/A1_training_at_scale": {"figure": {"b": (2,), "a": (1,)}, "exercise": {"ex": (1,), "ey": (2,)}},
+            "api": {"code-block": {"c": (1,)}},
+        },
+        toc_secnumbers={"chapters/01_high_level_look": {"": (1,)}},
+    )
+    assert book_site.appendix_numbers(None, env) == []
+    a1 = env.toc_fignumbers["chapters/A1_training_at_scale"]
+    assert a1 == {"figure": {"a": ("A1", 1), "b": ("A1", 2)}, "exercise": {"ex": ("A1", 1), "ey": ("A1", 2)}}
+    assert ".".join(map(str, a1["figure"]["b"])) == "A1.2"  # as Sphinx's writers join a number
+    assert env.toc_fignumbers["chapters/01_high_level_look"]["figure"]["fig-a"] == (1, 1)  # chapters keep theirs
+    assert env.toc_fignumbers["api"]["code-block"]["c"] == (1,)
