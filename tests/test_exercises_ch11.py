@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -27,14 +29,15 @@ def beam_step(scores, log_probs, eos_id):
     return parent[~ends][:K], token[~ends][:K], top[~ends][:K], finished
 
 
-def penalised_score(token_log_probs, alpha):
-    return float(token_log_probs.sum() / len(token_log_probs) ** alpha)
+def crossing_alpha(a, b):
+    # sum_a / L_a ** alpha = sum_b / L_b ** alpha
+    return math.log(float(b.sum() / a.sum())) / math.log(len(b) / len(a))
 
 
 def test_right_answers_pass(capsys):
     ch11.check_greedy(greedy)
     ch11.check_beam_step(beam_step)
-    ch11.check_penalised_score(penalised_score)
+    ch11.check_crossing_alpha(crossing_alpha)
     assert capsys.readouterr().out.count("Correct:") == 3
 
 
@@ -210,15 +213,34 @@ def test_brute_force_agrees_with_beam_search_on_its_first_step():
     assert (trace[1][0]["parent"], trace[1][0]["token"]) == expected[0][:2]
 
 
+def crossing_of_means(a, b):
+    return math.log(float(b.mean() / a.mean())) / math.log(len(b) / len(a))
+
+
+def crossing_upside_down(a, b):
+    return math.log(float(b.sum() / a.sum())) / math.log(len(a) / len(b))
+
+
+def crossing_without_eos(a, b):
+    return math.log(float(b.sum() / a.sum())) / math.log((len(b) - 1) / (len(a) - 1))
+
+
+def crossing_of_negative_logs(a, b):
+    return float((b.sum().log() - a.sum().log()) / math.log(len(b) / len(a)))
+
+
+def crossing_of_gnmt(a, b):  # the other penalty: unfamiliar, so tx's two scores are shown
+    return math.log(float(b.sum() / a.sum())) / math.log((5 + len(b)) / (5 + len(a)))
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda lp, a: float(lp.sum()), "plain sum"),  # no penalty
-    (lambda lp, a: float(lp.sum() / (len(lp) - 1) ** a) if len(lp) > 1 else float(lp.sum()), "<eos> included"),
-    (lambda lp, a: float(lp.sum() * len(lp) ** a), "multiplied"),
-    (lambda lp, a: float(lp.mean()), "whatever alpha is"),  # alpha ignored, always 1
-    (lambda lp, a: float(-lp.sum() / len(lp) ** a), "negative"),
-    (lambda lp, a: float("nan"), "not a finite number"),
-    (lambda lp, a: "score", "should be one number"),
+    (crossing_of_means, "not their mean"),
+    (crossing_upside_down, "upside down"),
+    (crossing_without_eos, "<eos> included"),
+    (crossing_of_negative_logs, "log of a negative number"),
+    (crossing_of_gnmt, "which should be equal"),
+    (lambda a, b: "alpha", "should be one number"),
 ])
-def test_penalised_score_checker_rejects(wrong, hint):
+def test_crossing_alpha_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
-        ch11.check_penalised_score(wrong)
+        ch11.check_crossing_alpha(wrong)

@@ -9,16 +9,17 @@ it is right.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import torch
 from torch import Tensor
 
-from ..decoding import beam_search, greedy_decode
+from ..decoding import beam_search, greedy_decode, normalised_score
 from ..model import Transformer
 from . import CheckFailed, as_number, assert_number, call, passed
 
-__all__ = ["brute_force_step", "check_greedy", "check_beam_step", "check_penalised_score"]
+__all__ = ["brute_force_step", "check_greedy", "check_beam_step", "check_crossing_alpha"]
 
 BOS, EOS = 1, 2
 
@@ -281,43 +282,78 @@ def check_beam_step(fn: Callable[[Tensor, Tensor, int], tuple[Tensor, Tensor, Te
 # --------------------------------------------------------------------------- length penalty
 
 
-def _penalty_hint(got: float, token_log_probs: Tensor, alpha: float, score: float) -> None:
-    """CheckFailed naming the mistake when ``got`` is a familiar wrong score; nothing when it is right or unfamiliar."""
-    total, L = float(token_log_probs.sum()), len(token_log_probs)
-    if abs(got - score) <= 1e-4:
+def _crossing(a: Tensor, b: Tensor) -> float:
+    """The alpha at which ``a`` [L_a] and ``b`` [L_b] score the same under the power penalty.
+
+    sum_a / L_a ** alpha = sum_b / L_b ** alpha, so (L_b / L_a) ** alpha = sum_b / sum_a, a
+    ratio of two negative sums; above this alpha the longer hypothesis scores higher.
+    """
+    return math.log(float(b.sum()) / float(a.sum())) / math.log(len(b) / len(a))
+
+
+def _crossing_cases() -> list[tuple[str, Tensor, Tensor]]:
+    """(description, a, b): the chapter's small numbers, hypotheses tx.beam_search found, random ones."""
+    short, long = torch.tensor([-0.5, -0.6]), torch.full((5,), -0.3)
+    cases = [("the chapter's short and long hypotheses", short, long),
+             ("the same two, long first", long, short)]
+    model, src = _tiny_model(1), _sources(1, 1)  # its hypotheses end after 1 to 6 tokens
+    found = beam_search(model, src, beam_size=4, max_len=6, bos_id=BOS, eos_id=EOS, n_best=4)[0]
+    hypotheses = []
+    for tokens, _ in found:
+        with torch.no_grad():
+            lp = model(src, tokens[None, :-1])[0].log_softmax(-1)  # [L, V]
+        hypotheses.append(lp.gather(1, tokens[1:, None])[:, 0])  # [L]: one per generated token
+    pairs = [(x, y) for i, x in enumerate(hypotheses) for y in hypotheses[i + 1:] if len(x) != len(y)]
+    cases += [(f"two hypotheses tx.beam_search found, of L={len(x)} and L={len(y)} tokens", x, y)
+              for x, y in pairs[:3]]
+    g = torch.Generator().manual_seed(11)  # hypotheses the learner never sees
+    for _ in range(3):
+        L_a, L_b = (torch.randperm(8, generator=g)[:2] + 1).tolist()  # two different lengths
+        a, b = (-(torch.rand(L, generator=g) * 2 + 0.05) for L in (L_a, L_b))
+        cases.append((f"random hypotheses of L={L_a} and L={L_b} tokens", a, b))
+    return cases
+
+
+def _crossing_hint(got: float, a: Tensor, b: Tensor, expected: float, description: str) -> None:
+    """CheckFailed naming the mistake when ``got`` is a familiar wrong alpha, else saying what tx scores there."""
+    if abs(got - expected) <= 1e-4:
         return
+    sum_a, sum_b, L_a, L_b = float(a.sum()), float(b.sum()), len(a), len(b)
     wrong = [
-        (total, "you returned the plain sum: divide it by L ** alpha, with L the number of tokens."),
-        (total * L**alpha, "you multiplied by L ** alpha; the penalty divides: sum / L ** alpha."),
-        (total / L, "you divided by L whatever alpha is: divide by L ** alpha."),
-        (total / max(L - 1, 1) ** alpha, "L counts every generated token, <eos> included: use len(token_log_probs)."),
-        (-total / L**alpha, "the score keeps the sign of the log-probabilities: it is negative."),
+        (expected - 1, "yours is 1 less than it should be: the penalty divides the sum of the log-probs, not their "
+                       "mean, by L ** alpha."),
+        (-expected, "the sign is wrong: one of your two ratios is upside down. If (L_b / L_a) ** alpha is on one side, "
+                    "sum_b / sum_a is on the other."),
     ]
+    if min(L_a, L_b) > 1:
+        wrong.append((math.log(sum_b / sum_a) / math.log((L_b - 1) / (L_a - 1)),
+                      "L counts every generated token, <eos> included: use len(a) and len(b)."))
     for value, hint in wrong:
-        if abs(got - value) <= 1e-4 and abs(value - score) > 1e-4:
-            raise CheckFailed(f"for L={L} and alpha={alpha} you gave {got:.6g}, expected {score:.6g}: {hint}")
+        if abs(got - value) <= 1e-4:
+            raise CheckFailed(f"for {description} you gave alpha = {got:.6g}, expected {expected:.6g}: {hint}")
+    score_a, score_b = (normalised_score(s, L, got) for s, L in ((sum_a, L_a), (sum_b, L_b)))
+    raise CheckFailed(
+        f"for {description} you gave alpha = {got:.6g}, expected {expected:.6g}: at your alpha "
+        f"tx.decoding.normalised_score gives them {score_a:.6g} (L={L_a}) and {score_b:.6g} (L={L_b}), "
+        "which should be equal."
+    )
 
 
-def check_penalised_score(fn: Callable[[Tensor, float], float]) -> None:
-    """``fn(token_log_probs [L], alpha) -> float``: sum / L ** alpha, the score tx.beam_search reports."""
-    first = call(fn, torch.tensor([-1.0, -2.0, -3.0]), 1.0)
-    _penalty_hint(as_number(first, "penalised_score([-1, -2, -3], alpha=1)"), torch.tensor([-1.0, -2.0, -3.0]), 1.0, -2.0)
-    assert_number(first, -2.0, "penalised_score([-1, -2, -3], alpha=1)", tol=1e-5)
-    model = _tiny_model(1)  # its hypotheses end after 1 to 6 tokens: L matters
-    src = _sources(1, 1)
-    n_checked = 0
-    for alpha in (0.0, 0.6, 1.0):
-        found = beam_search(model, src, beam_size=3, max_len=6, bos_id=BOS, eos_id=EOS,
-                            length_penalty=alpha, n_best=3)[0]
-        for tokens, score in found:
-            with torch.no_grad():
-                lp = model(src, tokens[None, :-1])[0].log_softmax(-1)  # [L, V]
-            token_log_probs = lp.gather(1, tokens[1:, None])[:, 0]  # [L]: one per generated token
-            got = call(fn, token_log_probs.clone(), alpha)
-            L = len(token_log_probs)
-            _penalty_hint(as_number(got, f"penalised_score of a hypothesis of L={L} tokens"), token_log_probs, alpha, score)
-            assert_number(got, score,
-                          f"penalised_score of a hypothesis with L={L} tokens (<eos> counted) at alpha={alpha}",
-                          tol=1e-4)
-            n_checked += 1
-    passed(f"your scores equal tx.beam_search's on {n_checked} hypotheses, for alpha = 0, 0.6 and 1.")
+def check_crossing_alpha(fn: Callable[[Tensor, Tensor], float]) -> None:
+    """``fn(a [L_a], b [L_b]) -> float``: the alpha at which the two score the same, sum / L ** alpha."""
+    cases = _crossing_cases()
+    for description, a, b in cases:
+        expected = _crossing(a, b)
+        # the reference is tx's: at it, tx.decoding.normalised_score gives the two one score
+        assert abs(normalised_score(float(a.sum()), len(a), expected)
+                   - normalised_score(float(b.sum()), len(b), expected)) < 1e-6
+        got = call(fn, a.clone(), b.clone())
+        if isinstance(got, (int, float, Tensor)) and (not isinstance(got, Tensor) or got.numel() == 1) \
+                and math.isnan(float(got)):
+            raise CheckFailed(f"for {description} you returned nan: was it the log of a negative number? Both sums "
+                              "are negative, but their ratio is positive.")
+        what = f"crossing_alpha for {description}"
+        _crossing_hint(as_number(got, what), a, b, expected, description)
+        assert_number(got, expected, what, tol=1e-4)
+    passed(f"on {len(cases)} pairs of hypotheses tx.decoding.normalised_score gives both the same score at your "
+           "alpha.")
