@@ -118,7 +118,7 @@ def reference_solutions() -> list[tuple[str, object, object]]:
         solutions = ["".join(c["source"]) for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
         checks = ["".join(c["source"]) for c in cells if "check" in c.get("metadata", {}).get("tags", [])]
         for solution, check in zip(solutions, checks):
-            chapter, name, arg = re.search(r"tx\.exercises\.(ch\d\d)\.(check_\w+)\((\w+)\)", check).groups()
+            chapter, name, arg = re.search(r"tx\.exercises\.(ch\d\d)\.(check_\w+)\(\s*(\w+),?\s*\)", check).groups()
             tree = ast.parse(solution)
             tree.body = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.Import, ast.ImportFrom))]
             namespace = {"torch": torch, "math": math, "tx": tx, "nn": nn, "F": F}
