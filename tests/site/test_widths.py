@@ -120,7 +120,7 @@ def test_display_equations_fit_a_phone_without_scrolling(phone_visits, docname):
     assert not bad, "; ".join(bad)
 
 
-PHONE_CODE_JS = """() => [...document.querySelectorAll('article div.cell_input pre, article div.cell_output pre')]
+CODE_LINES_JS = """() => [...document.querySelectorAll('article div.cell_input pre, article div.cell_output pre')]
     .filter(p => p.checkVisibility()).map(p => {
         // Lines as written against lines as drawn: the line boxes of the block's text, grouped
         // by their top (those of one line share it, within half a line).
@@ -140,7 +140,7 @@ def test_code_keeps_its_lines_on_a_phone(phone_visits, docname):
     """A line of code or of printed output wrapped on a phone went on at column 0, hiding
     Python's indentation and a printed table's columns: each line stays whole, and a block
     wider than the screen scrolls inside its box (tx-book.css), never cut off."""
-    blocks = phone_visits(docname).page.evaluate(PHONE_CODE_JS)
+    blocks = phone_visits(docname).page.evaluate(CODE_LINES_JS)
     wrapped = [f"'{b['first']}' ({b['written']} lines drawn as {b['drawn']})"
                for b in blocks if b["drawn"] > b["written"]]
     cut = [b["first"] for b in blocks if b["cut"]]
@@ -166,6 +166,16 @@ def test_inline_code_wraps_on_a_phone(phone_visits, docname):
 
 
 # --------------------------------------------------------------------------- at 1280 px
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_code_and_printed_lines_fit_the_column(visits, docname):
+    """At 1280 px a code cell's lines fit the column (79 characters, test_explorers.py); what a
+    cell prints must too: a printed line that wraps goes on at column 0 and breaks a table's
+    columns (issue 24). Print fewer items a line, or one fact a line."""
+    blocks = [b for b in visits(docname).page.evaluate(CODE_LINES_JS) if b["drawn"] > b["written"]]
+    assert not blocks, f"{len(blocks)} printed blocks wrap: " + "; ".join(
+        f"'{b['first']}' ({b['written']} lines drawn as {b['drawn']})" for b in blocks[:6])
+
 
 IMAGE_BOXES_JS = """async () => {
     // Every figure's and explorer frame's image, its drawn width and the room its box gives
