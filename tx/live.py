@@ -283,8 +283,8 @@ def digit_grid(bitmap) -> "torch.Tensor":
     return (bitmap != 0).long().reshape(8, 4, 8, 4).sum(dim=(1, 3))  # [8, 4, 8, 4] -> [8, 8]
 
 
-DIGIT_STROKE = 5.0  # the pen's width in pixels of the 32x32 bitmap: about a third of the pixels ink, as in the data
-DIGIT_WIDTH = 20.0  # the widest a digit is drawn, in pixels of the 32; every digit is 32 high
+DIGIT_STROKE = 5.0  #: the pen's width in pixels of the 32x32 bitmap: about a third of the pixels ink, as in the data
+DIGIT_WIDTH = 20.0  #: the widest a digit is drawn, in pixels of the 32; every digit is 32 high
 
 
 def _fitted(strokes: Sequence[Sequence[Sequence[float]]]) -> list[list[tuple[float, float]]]:

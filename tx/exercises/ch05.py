@@ -21,7 +21,7 @@ _SHAPES = [(2, 3, 8, 2), (1, 5, 12, 3), (3, 4, 16, 4)]
 
 
 def check_split_heads(fn: Callable[..., Any]) -> None:
-    """``fn(x [B, T, D], n_heads) -> [B, H, T, Dh]`` must equal :func:`tx.split_heads`."""
+    """``fn(x [B, T, D], n_heads) -> [B, H, T, Dh]`` must equal :func:`tx.multi_head.split_heads`."""
     g = torch.Generator().manual_seed(5)
     for B, T, D, H in _SHAPES:
         x = torch.randn(B, T, D, generator=g)

@@ -3,7 +3,7 @@
 Axes: K beam size, V vocabulary size, L generated length. Each checker builds a small
 seeded :class:`~tx.model.Transformer` of its own (its weights random, so no answer can be
 guessed from the book's corpus), compares the learner's answer with what
-:func:`tx.greedy_decode` and :func:`tx.beam_search` do on it, and prints one line when
+:func:`tx.decoding.greedy_decode` and :func:`tx.decoding.beam_search` do on it, and prints one line when
 it is right.
 """
 
@@ -49,7 +49,7 @@ def _as_ids(got: Any, what: str) -> list[int]:
 
 
 def check_greedy(fn: Callable[[Callable[[list[int]], Tensor], int, int, int], Sequence[int]]) -> None:
-    """``fn(next_log_probs, bos_id, eos_id, max_len) -> ids``: the tokens :func:`tx.greedy_decode` picks.
+    """``fn(next_log_probs, bos_id, eos_id, max_len) -> ids``: the tokens :func:`tx.decoding.greedy_decode` picks.
 
     ``next_log_probs(prefix)`` returns the model's log-probabilities [V] for the word after
     ``prefix`` (a list of ids starting with ``bos_id``). The answer starts with ``bos_id``,
