@@ -17,7 +17,10 @@ from ..attention import attention
 __all__ = ["SOFTMAXES", "check_scaled_score", "check_softmax", "check_attend_one_word"]
 
 SOFTMAXES = [(torch, "softmax"), (torch.Tensor, "softmax"), (torch.nn.functional, "softmax"), (torch.special, "softmax")]
-"""torch's softmax functions, which the softmax exercises ask the learner to do without."""
+"""torch's softmax functions, which the softmax exercises ask the learner to do without.
+
+:meta hide-value:
+"""
 
 # The chapter's "Thinking Machines": q_Thinking, and the keys and values of both words.
 _Q_THINKING = torch.tensor([2.0, 0.0, 2.0])
