@@ -663,7 +663,7 @@
     var output = block.querySelector("[data-live-output]");
     var box = block.querySelector(".tx-live-map");
     var read = addReadBox(block);
-    var last = null;
+    var last = null, said = ""; // said: the status line of the translation shown
     addDecodingMenu(form);
     if (unavailable(block)) return;
     addSizeNote(block, "translation");
@@ -700,7 +700,7 @@
         output.textContent = result.text;
         output.parentNode.hidden = false;
         showRead(read, model.src, result.srcPieces, result.srcIds, m.unk_id, result.unknown, THEN.translate);
-        status.textContent = "Translated in your browser in " + ms.toFixed(0) + " ms by " + DECODINGS[result.decoding] +
+        said = status.textContent = "Translated in your browser in " + ms.toFixed(0) + " ms by " + DECODINGS[result.decoding] +
           (m.quantize ? ", the model's weights rounded to " + m.quantize + "." : ".") + (result.ended ? "" :
           " The model never wrote <eos> (the end of a sentence): the page stopped it at " + result.limit + " tokens, " +
           (result.limit < m.max_new_tokens ? "the source's " + result.srcIds.length + " tokens and " + m.length_margin + " more." :
@@ -715,6 +715,12 @@
     });
     form.elements.layer.addEventListener("change", redraw);
     form.elements.head.addEventListener("change", redraw);
+    form.elements.decoding.addEventListener("change", function () { // the translation shown is the old setting's
+      if (!last || block.getAttribute("data-live-state") !== "done") return;
+      var now = form.elements.decoding.value;
+      status.textContent = now === last.result.decoding ? said : said + " The menu now says " + DECODINGS[now] +
+        ": press Translate to translate by it.";
+    });
   }
 
   // The decoding menu, built here rather than in tx/live.py's HTML so that a page built before it
@@ -917,7 +923,11 @@
     // given: an 8x8 grid set by an example (null: read the strokes); strokes: the reader's, in canvas pixels
     var given = null, last = null, drawing = false, strokes = [];
 
-    function setGrid(grid) { given = grid; strokes = []; paintGrid(canvas, grid); }
+    function forget() { // the shown result belongs to the digit before: hide it
+      last = null; box.replaceChildren(); read.replaceChildren(); read.hidden = true; output.parentNode.hidden = true;
+      status.textContent = "";
+    }
+    function setGrid(grid) { given = grid; strokes = []; paintGrid(canvas, grid); forget(); }
     function at(e) { // the pointer in the canvas's own pixels
       var r = canvas.getBoundingClientRect(), k = canvas.width / r.width;
       return [(e.clientX - r.left) * k, (e.clientY - r.top) * k];
@@ -926,6 +936,7 @@
     canvas.addEventListener("pointerdown", function (e) {
       if (given) ctx.clearRect(0, 0, canvas.width, canvas.height); // drawing over an example starts afresh
       drawing = true; given = null;
+      forget();
       canvas.setPointerCapture(e.pointerId);
       var p = at(e);
       strokes.push([p]);
@@ -948,7 +959,7 @@
     });
     form.elements.clear.addEventListener("click", function () {
       given = null; strokes = []; ctx.clearRect(0, 0, canvas.width, canvas.height);
-      box.replaceChildren(); read.replaceChildren(); read.hidden = true; output.parentNode.hidden = true; status.textContent = "";
+      forget();
     });
 
     function redraw() {
