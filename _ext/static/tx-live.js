@@ -760,7 +760,7 @@
   }
 
   // ---------------------------------------------------------------- the language model's block
-  // The prompt as the reader typed it (the words the model has never seen marked, as showRead marks
+  // The prompt as the model read it, its tokens (lowercased; the words it has never seen marked, as showRead marks
   // them: it read each as <unk>, and echoing "<unk>" would pass it off as its own), then the words it
   // wrote, in bold; spaced as tx.data.detokenize spaces words (tx.live's _continuation_html).
   function showContinuation(output, model, r) {

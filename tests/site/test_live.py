@@ -319,6 +319,14 @@ def test_chapter_12_s_block_translates_by_beam_search_as_tx_does(visits_live):
         _choose_decoding(page, "greedy")  # the other tests of this page expect the first choice
     got = _translate(page, BEAM_SENTENCES[0])
     assert got["live"]["decoding"] == "greedy" and "by greedy decoding" in got["status"], got["status"]
+    # the menu changed after a translation: the status line says the translation shown is greedy's,
+    # until the menu is back on the setting that made it (issue 24)
+    status = page.locator('[data-live-model="translate"]').first.locator(".tx-live-status")
+    _choose_decoding(page, "beam")
+    assert status.text_content() == got["status"] + " The menu now says beam search (4 beams, GNMT's length " \
+        "penalty with α = 0.6): press Translate to translate by it.", status.text_content()
+    _choose_decoding(page, "greedy")
+    assert status.text_content() == got["status"], status.text_content()
     # typed as readers type: in capitals, with a curly apostrophe and no final mark, the page reads
     # the sentence as written and says so
     written = _translate(page, "Je voudrais un verre d'eau.")
@@ -586,6 +594,11 @@ def test_chapter_14_s_model_classifies_example_and_drawn_digits_as_tx_does(visit
     shown = block.evaluate("b => b.txLive")
     torch.testing.assert_close(torch.tensor(shown["attention"], dtype=torch.float64),
                                torch.tensor(reference[-1]["cls_attention"][-1][0], dtype=torch.float64), atol=1e-4, rtol=0)
+    # a new example on the canvas hides the result of the digit before it, until Classify (issue 24)
+    block.locator('button[name="example"][value="0"]').click()
+    assert block.evaluate("""b => b.querySelector('[data-live-output]').parentNode.hidden
+        && b.querySelector('.tx-live-read').hidden && !b.querySelector('.tx-live-map svg')
+        && b.querySelector('.tx-live-status').textContent === ''""")
 
     session, _ = _session(VIT_PAGE, "classify")
     for stroke in ([(96, 30), (96, 170)], [(60, 40), (130, 40), (80, 170)]):  # a 1, a 7, drawn with the mouse
