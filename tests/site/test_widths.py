@@ -232,7 +232,8 @@ def test_in_dark_mode_a_source_listing_is_not_framed_in_grey(visits):
     """The theme frames every HTML output in light grey in dark mode (for HTML written dark on
     white); a listing of tx's source (tx.viz.show_source) is drawn in the dark code colours
     already, and keeps the page's background. Other HTML outputs (explorers) keep the frame."""
-    page = visits("chapters/09_final_linear_softmax").page
+    # chapter 8 shows tx.KVCache.update's source (chapter 9 no longer shows one) beside explorers
+    page = visits("chapters/08_decoder").page
     theme = page.evaluate("document.documentElement.dataset.theme")
     try:
         page.evaluate("document.documentElement.dataset.theme = 'dark'")
