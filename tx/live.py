@@ -251,7 +251,7 @@ def _continuation_html(read: list[tuple[str, bool]], written: str) -> str:
     # the spaces of detokenize, kept around the marks
     shown, previous = "", None
     for (w, _), h in zip(read, words):
-        shown += ("" if previous is None or previous.endswith("'") or w[:1] in ".,!?;" else " ") + h
+        shown += ("" if previous is None else _joined(previous, w)) + h
         previous = w
     return (f'<span class="tx-live-prompt" style="font-weight: normal">{shown}</span>{_joined(typed, written)}'
             f'<b class="tx-live-written">{html.escape(written)}</b>')
