@@ -7,6 +7,7 @@ hits all alike. Prints target tokens per second and, last, the ratio bf16 / fp32
 
     python bench/precision_speed.py --config book
     python bench/precision_speed.py --config base --rounds 3 --steps 5
+    python bench/precision_speed.py --config base --batch 256   # a GPU's batch
 """
 
 from __future__ import annotations
@@ -56,8 +57,11 @@ def main():
     parser.add_argument("--config", choices=CONFIGS, default="book")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20, help="steps per timed round")
+    parser.add_argument("--batch", type=int, help="sentence pairs a step (default: the config's)")
     args = parser.parse_args()
     c, dev = CONFIGS[args.config], tx.device()
+    if args.batch:
+        c = {**c, "batch": args.batch}
     g = torch.Generator().manual_seed(0)
     src = torch.randint(4, c["vocab"], (c["batch"], c["src_len"]), generator=g)
     tgt = torch.randint(4, c["vocab"], (c["batch"], c["tgt_len"] + 1), generator=g)
