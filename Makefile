@@ -38,7 +38,7 @@ LIVE := _build/live
 LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
-.PHONY: book test unit book-once site-after-book unit-once lab-after-unit zip-live-after-lab notebooks lab clean vendor \
+.PHONY: book test unit book-once site-after-book unit-once lab-after-unit zip-after-book live-after-book notebooks lab clean vendor \
 	chromium site-test zip-test lab-test live-models serve lock
 
 # The environment is locked: requirements.lock holds every package's exact version and
@@ -135,23 +135,22 @@ book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 
 ## test: every test, each chapter run as few times as the checks need. The strict book build
 ## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval
-## makes, so `make test` leaves nbval out. Two queues of work run side by side (-j2), so that
-## both cores stay busy to the end: the build (its chapters two at a time), then the site's
-## browser tests against it; and the unit tests, then the learner edition in real JupyterLab,
-## then the learner zip's set-up from the built site and the live models' page tests (these
-## wait for the build if they must).
+## makes, so `make test` leaves nbval out. Two slots of work run side by side (-j2), so that
+## both cores stay busy to the end: the build (its chapters two at a time) and the unit tests
+## start together; the learner edition in real JupyterLab follows the unit tests; the site's
+## browser tests, the learner zip's set-up and the live models' page tests follow the build,
+## each in whichever slot is free first.
 ## Threads that wait sleep (OMP_WAIT_POLICY). No screenshots (TX_SCREENSHOTS=0): they are for
 ## people to look at, and `make site-test` and `make lab-test` take them. Timings:
 ## bench/README.md, "Test time".
 test: chromium
 	$(MAKE) --no-print-directory -j2 $(STAMP) $(VENDOR_STAMP)
-	TX_SCREENSHOTS=0 OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget site-after-book zip-live-after-lab
+	TX_SCREENSHOTS=0 OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 -Otarget site-after-book lab-after-unit zip-after-book live-after-book
 
-# The two queues, as make prerequisites so that -j2 runs one beside the other. The build's
-# queue ended 2 to 4 minutes after the other in every fresh-clone run (bench/README.md,
-# "Seventh pass"), so the learner zip's tests (its pip install, about 100 CPU-s) end the other;
-# and, once that ended 97 s before the build's ("Eighth pass"), the live models' page tests too
-# (tests/site/test_live.py, 61 s alone: they open pages of their own, so they share little).
+# The slots' work, as make targets that -j2 starts in the order `test` names them, each as
+# soon as its prerequisite is done and a slot is free. Fixed queues left a core idle at the
+# end: which queue ends first depends on the CPU (bench/README.md, "Seventh pass" to "Tenth
+# pass"), and the last minutes ran the zip's set-up or the live tests alone.
 book-once: $(STAMP) $(VENDOR_STAMP)
 	$(MAKE) --no-print-directory book
 
@@ -168,8 +167,13 @@ unit-once: $(STAMP)
 lab-after-unit: unit-once
 	$(MAKE) --no-print-directory lab-test
 
-zip-live-after-lab: lab-after-unit book-once
-	$(BIN)/pytest $(ZIP_TESTS) $(LIVE_TESTS) -q
+# The learner zip's set-up (its pip install, about 100 CPU-s) and the live models' page tests
+# (they open pages of their own, so they share little with the site tests' visits).
+zip-after-book: book-once
+	$(BIN)/pytest $(ZIP_TESTS) -q
+
+live-after-book: book-once
+	$(BIN)/pytest $(LIVE_TESTS) -q
 
 ## unit: tx's tests, two workers: --dist worksteal hands a worker that runs out of tests the
 ## pending ones of the other, so neither core idles behind a long test.
