@@ -394,12 +394,13 @@ def test_what_the_website_hides_is_folded_away_in_jupyterlab(edition, path):
     chapter = load(path)["cells"]
     for tag, hidden in [("remove-cell", {"source_hidden": True, "outputs_hidden": True}),
                         ("remove-input", {"source_hidden": True}),
+                        ("hide-input", {"source_hidden": True}),
                         ("hide-output", {"outputs_hidden": True})]:
         folded = [c for c in cells if tag in _tags(c)]
         assert len(folded) == len([c for c in chapter if tag in _tags(c)])  # none dropped
         for cell in folded:
             assert cell["metadata"]["jupyter"] == hidden, source(cell)
-    shown = [c for c in cells if not {"remove-cell", "remove-input", "hide-output"} & set(_tags(c))]
+    shown = [c for c in cells if not {"remove-cell", "remove-input", "hide-input", "hide-output"} & set(_tags(c))]
     assert not [c for c in shown if c["metadata"].get("jupyter")]
 
 

@@ -271,15 +271,17 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
 HIDDEN = {
     "remove-cell": {"source_hidden": True, "outputs_hidden": True},
     "remove-input": {"source_hidden": True},
+    "hide-input": {"source_hidden": True},
     "hide-output": {"outputs_hidden": True},
 }
 """What JupyterLab collapses for each tag the website uses to hide a cell, its code, or (folded
-behind a toggle) its output, such as source an exercise asks the reader to write."""
+behind a toggle) its code or its output: code that only lays a table out, source an exercise
+asks the reader to write."""
 
 
 def hide_scaffolding(cell: dict[str, Any]) -> None:
     """Collapse in JupyterLab what the website hides or folds: a ``remove-cell`` cell, a
-    ``remove-input`` cell's code, a ``hide-output`` cell's output.
+    ``remove-input`` or ``hide-input`` cell's code, a ``hide-output`` cell's output.
 
     Such a cell keeps the prose true (its asserts) or writes it (``display(Markdown(...))``);
     the learner's notebook still runs it, folded away under the cell it belongs to, as the
