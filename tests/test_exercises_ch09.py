@@ -15,9 +15,9 @@ def log_softmax_with_temperature(logits, temperature):
     return z - z.exp().sum(dim=-1, keepdim=True).log()
 
 
-def next_word_targets(sentence, vocab):
+def next_word_targets(sentence, vocab, length):
     words = sentence.split() + ["<eos>"]
-    targets = torch.zeros(len(words), len(vocab))
+    targets = torch.zeros(length, len(vocab))
     for t, word in enumerate(words):
         targets[t, vocab.index(word)] = 1.0
     return targets
@@ -56,27 +56,47 @@ def test_log_softmax_checker_rejects(wrong, hint):
         ch09.check_log_softmax_with_temperature(wrong)
 
 
-def targets_without_eos(sentence, vocab):
-    return next_word_targets(sentence, vocab)[:-1]
+def targets_without_eos(sentence, vocab, length):
+    rows = next_word_targets(sentence, vocab, length)
+    rows[len(sentence.split())] = 0.0
+    return rows
 
 
-def targets_from_bos(sentence, vocab):  # row 0 holds <bos>'s own word: shifted by one
-    rows = next_word_targets(sentence, vocab)
+def targets_from_bos(sentence, vocab, length):  # row 0 holds <bos>'s own word: shifted by one
+    rows = next_word_targets(sentence, vocab, length)
     return torch.cat([rows[:1], rows[:-1]])
 
 
-def targets_as_ids(sentence, vocab):
-    return next_word_targets(sentence, vocab).long()
+def targets_as_ids(sentence, vocab, length):
+    return next_word_targets(sentence, vocab, length).long()
+
+
+def targets_padded_with_eos(sentence, vocab, length):
+    rows = next_word_targets(sentence, vocab, length)
+    rows[len(sentence.split()) + 1:, vocab.index("<eos>")] = 1.0
+    return rows
+
+
+def targets_unpadded(sentence, vocab, length):
+    return next_word_targets(sentence, vocab, len(sentence.split()) + 1)
+
+
+def one_hot_targets(sentence, vocab, length):
+    ids = [vocab.index(w) for w in sentence.split() + ["<eos>"]]
+    rows = F.one_hot(torch.tensor(ids), len(vocab)).float()
+    return torch.cat([rows, torch.zeros(length - len(ids), len(vocab))])
 
 
 @pytest.mark.parametrize("wrong, hint", [
+    (lambda s, v, n: next_word_targets(s, v, n)[: len(s.split())], "must predict <eos>"),
     (targets_without_eos, "must predict <eos>"),
     (targets_from_bos, "shifted by one"),
     (targets_as_ids, "dtype"),  # the prompt asks for float rows
-    (lambda s, v: next_word_targets(s, v) * 2, "single 1"),
-    (lambda s, v: torch.ones(len(s.split()) + 1, len(v)) / len(v), "single 1"),
-    (lambda s, v: F.one_hot(torch.tensor([v.index(w) for w in s.split() + ["<eos>"]]), len(v)).float(),
-     "calls torch.nn.functional.one_hot"),
+    (targets_padded_with_eos, "fills the padding positions with <eos>"),
+    (targets_unpadded, "pad it to"),
+    (lambda s, v, n: next_word_targets(s, v, n) * 2, "single 1"),
+    (lambda s, v, n: torch.ones(n, len(v)) / len(v), "single 1"),
+    (one_hot_targets, "calls torch.nn.functional.one_hot"),
 ])
 def test_next_word_targets_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -78,37 +78,60 @@ def check_log_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) ->
            "probabilities included.")
 
 
-def _next_word_targets(sentence: str, vocab: Sequence[str]) -> Tensor:
+def _next_word_targets(sentence: str, vocab: Sequence[str], length: int) -> Tensor:
     ids = [list(vocab).index(w) for w in sentence.split()] + [list(vocab).index("<eos>")]
-    return F.one_hot(torch.tensor(ids), len(vocab)).float()  # [T, V]
+    rows = F.one_hot(torch.tensor(ids), len(vocab)).float()  # [n_words + 1, V]
+    return torch.cat([rows, torch.zeros(length - len(ids), len(vocab))])  # [T, V]: padding rows all 0
 
 
-def check_next_word_targets(fn: Callable[[str, Sequence[str]], Tensor]) -> None:
-    """``fn(sentence, vocab) -> [T, V]``: one one-hot row per decoder position, for the word that follows it."""
+def _targets_hint(got: Tensor, expected: Tensor, n_words: int) -> str | None:
+    """A hint for an answer ``got`` of ``expected``'s shape, whose first ``n_words + 1`` rows are real, or None."""
+    got = got.float()
+    real, padding = got[: n_words + 1], got[n_words + 1:]
+    if not bool((got[n_words] == 0).all()) and bool((padding == expected[n_words]).all()) and len(padding):
+        return ("fills the padding positions with <eos>: a padding position has no word to predict, so its "
+                "row is all zeros.")
+    if bool((got[n_words] == 0).all()):
+        return (f"has no target at position {n_words}, the last word's: the decoder reads <bos> and the "
+                f"{n_words} words, {n_words + 1} positions, and the last one must predict <eos>.")
+    if not bool(((real == 1).sum(-1) == 1).all() and ((real == 0).sum(-1) == got.shape[1] - 1).all()):
+        return "every row of a real position must hold a single 1 and zeros elsewhere."
+    if torch.equal(real[1:], expected[:n_words]):
+        return ("is shifted by one: row 0 is the position of <bos>, which must predict the first word, not "
+                "<bos> itself.")
+    if not bool((padding == 0).all()):
+        return "a padding position has no word to predict: its row must be all zeros."
+    return None
+
+
+def check_next_word_targets(fn: Callable[[str, Sequence[str], int], Tensor]) -> None:
+    """``fn(sentence, vocab, length) -> [length, V]``: the one-hot next word of each position, zeros for padding."""
     numbers = ("<eos>", "zero", "one", "two", "three", "four", "five", "six", "seven")
     g = torch.Generator().manual_seed(9)
     hidden = ["<eos>"] + [f"w{int(i)}" for i in torch.randperm(40, generator=g)[:12]]  # never shown
-    cases = [("i am a student", POST_VOCAB), ("thanks", POST_VOCAB), ("a student a student", POST_VOCAB),
-             ("three one four one five", numbers), (" ".join(hidden[5:1:-1]), hidden)]
-    for sentence, vocab in cases:
+    cases = [("i am a student", POST_VOCAB, 5), ("i am a student", POST_VOCAB, 7), ("thanks", POST_VOCAB, 4),
+             ("a student a student", POST_VOCAB, 6), ("three one four one five", numbers, 9),
+             (" ".join(hidden[5:1:-1]), hidden, 5 + int(torch.randint(1, 4, (), generator=g)))]
+    for sentence, vocab, length in cases:
         with forbidding([(F, "one_hot")], "build the rows with torch.zeros and set one entry of each to 1."):
-            got = call(fn, sentence, list(vocab))
-        expected = _next_word_targets(sentence, vocab)
-        what = f"next_word_targets({sentence!r}, {list(vocab)})"
+            got = call(fn, sentence, list(vocab), length)
+        expected = _next_word_targets(sentence, vocab, length)
+        what = f"next_word_targets({sentence!r}, {list(vocab)}, {length})"
         n_words = len(sentence.split())
-        if isinstance(got, Tensor) and got.dim() == 2 and got.shape[0] == n_words and got.shape[1] == len(vocab):
-            raise CheckFailed(f"{what} has {n_words} rows, one per word; the decoder reads <bos> and the "
-                              f"{n_words} words, {n_words + 1} positions, and the last one must predict <eos>.")
+        if isinstance(got, Tensor) and got.dim() == 2 and got.shape[1] == len(vocab):
+            if got.shape[0] == n_words:
+                raise CheckFailed(f"{what} has {n_words} rows, one per word; the decoder reads <bos> and the "
+                                  f"{n_words} words, {n_words + 1} positions, and the last one must predict "
+                                  "<eos>.")
+            if got.shape[0] == n_words + 1 != length:
+                raise CheckFailed(f"{what} has {n_words + 1} rows, one per position of the sentence: pad it to "
+                                  f"{length} rows, one per decoder position of the batch, all zeros past <eos>.")
         if isinstance(got, Tensor) and got.shape == expected.shape:
-            ones, zeros = (got == 1).sum(-1), (got == 0).sum(-1)
-            if not (bool((ones == 1).all()) and bool((zeros == len(vocab) - 1).all())):
-                raise CheckFailed(f"{what}: every row must hold a single 1 and zeros elsewhere.")
-        if (isinstance(got, Tensor) and got.shape == expected.shape and len(got) > 1
-                and torch.equal(got.float()[1:], expected[:-1])):
-            raise CheckFailed(f"{what} is shifted by one: row 0 is the position of <bos>, which must predict the "
-                              "first word, not <bos> itself.")
+            if hint := _targets_hint(got, expected, n_words):
+                raise CheckFailed(f"{what} {hint}")
         assert_tensor(got, expected, what, dtype=torch.float32)
-    passed("your targets match F.one_hot of the words that follow each position, <eos> last.")
+    passed("your targets match F.one_hot of the words that follow each position, <eos> last, then zero rows "
+           "for the padding.")
 
 
 def _frequencies(fn: Callable, logits: Tensor, temperature: float, n: int) -> Tensor:
