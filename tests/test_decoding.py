@@ -122,6 +122,20 @@ def test_trace_records_the_tree():
         assert sum(not n["finished"] and not n["pruned"] for n in step) <= 2
 
 
+def test_trace_marks_the_beams_alive_when_the_search_stops():
+    model = tiny_model()
+    stopped = 0
+    for src in torch.randint(3, 13, (8, 1, 5), generator=torch.Generator().manual_seed(0)):
+        trace = []
+        tx.beam_search(model, src, beam_size=1, max_len=6, bos_id=BOS, eos_id=EOS, trace=trace)
+        *before, last = trace
+        assert not any(n.get("stopped") for step in before for n in step)
+        # the last step's kept beams (pruned or finished nodes are not) end with the search
+        assert all(n.get("stopped", False) == (not n["finished"] and not n["pruned"]) for n in last)
+        stopped += sum(n.get("stopped", False) for n in last)
+    assert stopped  # some search ended on <eos> with a beam still alive
+
+
 def test_decoding_restores_training_mode():
     model = tiny_model().train()
     tx.greedy_decode(model, torch.randint(3, 13, (1, 4)), 3, BOS, EOS)

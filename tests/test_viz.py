@@ -385,6 +385,20 @@ def test_beam_search_tree_draws_the_best_hypothesis_on_the_top_row():
         viz.beam_search_tree(trace, TREE_VOCAB, best=[6, 3, 5])
 
 
+def test_beam_search_tree_greys_a_beam_the_search_stopped_with():
+    # A beam of one: "<eos>" ends the search at step 5 while "a" is still alive; that beam is
+    # never extended, so it must not look kept.
+    trace = _trace()
+    trace[5] = [{"parent": 0, "token": 0, "score": -4.0, "finished": False, "pruned": False,
+                 "stopped": True}, trace[5][0]]
+    ax = viz.beam_search_tree(trace, TREE_VOCAB, best=[6, 2, 1, 0, 4, 5])
+    texts = [t.get_text() for t in ax.texts]
+    stopped, kept = texts.index("a\n-4.00"), texts.index("a\n-0.50")
+    assert to_rgba(ax.texts[stopped].get_color()) != to_rgba("black")
+    assert to_rgba(ax.texts[kept].get_color()) == to_rgba("black")
+    assert ax.lines[stopped - 1].get_linestyle() != ax.lines[kept - 1].get_linestyle()
+
+
 def test_beam_search_tree_accepts_a_callable_and_checks_parents():
     ax = viz.beam_search_tree(_trace(), lambda i: TREE_VOCAB[i].upper())
     assert ax.texts[1].get_text() == "I\n-0.10"

@@ -198,7 +198,8 @@ def beam_search(
     A hypothesis ends at <eos> or after ``max_len`` tokens. ``beam_size=1``
     gives the same tokens as :func:`greedy_decode`. Pass a list as ``trace``
     to receive, for the first sentence, every step's kept and pruned
-    candidates (for :func:`tx.viz.beam_search_tree`).
+    candidates (for :func:`tx.viz.beam_search_tree`); the beams still alive
+    at the step where the search stops are marked ``"stopped"``.
     ``penalty_form="gnmt"`` divides by ((5 + len) / 6) ** ``length_penalty``
     instead, the paper's penalty (see :func:`normalised_score`).
     """
@@ -320,6 +321,9 @@ def _select(
         if trace is not None and b == 0:
             trace.append(_trace_nodes(kept, ended, pruned))
         active[b] = _still_searching(finished[b], keep_score[b], step, max_len, penalty, n_best)
+        if trace is not None and b == 0 and not active[b]:
+            for node in trace[-1][: len(kept)]:
+                node["stopped"] = True  # alive, but the search ends here: never extended
     return keep_parent.to(top.device), keep_token.to(top.device), keep_score.to(top.device)
 
 

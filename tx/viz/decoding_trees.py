@@ -102,7 +102,8 @@ def beam_search_tree(
 
     ``trace[t]`` lists the hypotheses after step t (``trace[0]`` is the single <bos> root), each a
     dict with "parent" (index into ``trace[t - 1]``, None for the root), "token", "score"
-    (cumulative log-probability), "finished" and optionally "pruned" (considered, not kept).
+    (cumulative log-probability), "finished" and optionally "pruned" (considered, not kept) and
+    "stopped" (kept, but the search ended at that step: drawn as pruned, since it was never extended).
     ``best``, the token ids of the hypothesis the search returned first (``<bos>`` included),
     draws that hypothesis's path on the top row, with bold edges, and the rest of each step
     below it in the trace's order.
@@ -125,7 +126,7 @@ def beam_search_tree(
     ax = _new_ax(ax, (1.5 + 1.35 * len(trace), 0.8 + 0.8 * width))
     for t, step in enumerate(trace):
         for i, node in enumerate(step):
-            pruned = bool(node.get("pruned", False))
+            pruned = bool(node.get("pruned", False) or node.get("stopped", False))
             on_path = t < len(path) and path[t] == i
             if t > 0:
                 # zorder 1: edges run under the opaque boxes, so they meet box edges cleanly.
