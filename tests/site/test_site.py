@@ -473,6 +473,17 @@ def test_no_raw_dollar_math(visits, docname):
     assert not macro, f"a TeX command shown as text: ...{_snippet(text, macro)}..."
 
 
+@pytest.mark.parametrize("docname", PAGES)
+def test_no_special_token_swallowed_as_a_tag(visits, docname):
+    # A sentence a cell writes as Markdown, with <bos> or <eos> in it unescaped, reached the
+    # page as an HTML element the browser does not show: chapter 8 read "the word the row is
+    # about to write: , about to write i" (issue 24). The page holds no such element.
+    tags = visits(docname).page.evaluate(
+        "() => [...document.querySelectorAll('article bos, article eos, article unk, "
+        "article pad, article sep')].map(e => e.parentElement.textContent.slice(0, 120))")
+    assert not tags, f"a special token written as an HTML tag, hidden: {tags}"
+
+
 WIDE_EQUATIONS_JS = """() => [...document.querySelectorAll('article div.math')].map(block => {
     const math = block.querySelector('mjx-container > mjx-math');
     const eqno = block.querySelector('.eqno');
