@@ -318,23 +318,21 @@ def _select(
                 pruned.append((p, t, lp))
         for i, (p, t, lp) in enumerate(kept):
             keep_parent[b, i], keep_token[b, i], keep_score[b, i] = p, t, lp
-        if trace is not None and b == 0:
-            trace.append(_trace_nodes(kept, ended, pruned))
         active[b] = _still_searching(finished[b], keep_score[b], step, max_len, penalty, n_best)
-        if trace is not None and b == 0 and not active[b]:
-            for node in trace[-1][: len(kept)]:
-                node["stopped"] = True  # alive, but the search ends here: never extended
+        if trace is not None and b == 0:
+            trace.append(_trace_nodes(kept, ended, pruned, stopped=not active[b]))
     return keep_parent.to(top.device), keep_token.to(top.device), keep_score.to(top.device)
 
 
-def _trace_nodes(kept: list, ended: list, pruned: list) -> list[dict[str, Any]]:
-    """One step of the trace: kept beams first (their index is the next step's ``parent``)."""
+def _trace_nodes(kept: list, ended: list, pruned: list, stopped: bool = False) -> list[dict[str, Any]]:
+    """One step of the trace: kept beams first (their index is the next step's ``parent``); with
+    ``stopped`` (the search ends at this step) the kept beams are marked so: never extended."""
 
     def node(p: int, t: int, lp: float, finished: bool = False, is_pruned: bool = False) -> dict[str, Any]:
         return {"parent": p, "token": t, "score": lp, "finished": finished, "pruned": is_pruned}
 
     return (
-        [node(*c) for c in kept]
+        [{**node(*c), "stopped": True} if stopped else node(*c) for c in kept]
         + [node(*c, finished=True) for c in ended]
         + [node(*c, is_pruned=True) for c in pruned]
     )
