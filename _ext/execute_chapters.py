@@ -13,6 +13,10 @@ cache it would execute itself.
 The cache is emptied first, so every ``make book`` runs every notebook, as
 ``execute_notebooks: force`` did: the pages show what the code does today.
 
+After a notebook's last cell, its kernel draws each of the notebook's explorers once more
+(``tx.explorer.redraw_shown``), as a learner's control change after Run All does: a later
+cell that breaks an explorer's ``draw`` fails the build. That cell is not stored.
+
 A notebook that raises stops the script at once with its traceback and exit status 1.
 """
 
@@ -31,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "_build" / ".jupyter_cache"  # Jupyter Book's default for execute.cache
 LIVE = ROOT / "_build" / "live"  # _config.yml's book_site_live_dir
+# Run after a notebook's last cell, then dropped: every explorer still draws (tx/explorer.py).
+AFTER_LAST_CELL = "import tx.explorer\ntx.explorer.redraw_shown()"
 
 
 def _execute(task: tuple[str, int]) -> tuple[str, nbformat.NotebookNode, float, str | None]:
@@ -40,7 +46,9 @@ def _execute(task: tuple[str, int]) -> tuple[str, nbformat.NotebookNode, float, 
 
     path, timeout = task
     nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(AFTER_LAST_CELL))
     result = single_nb_execution(nb, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False)
+    nb.cells.pop()  # the cache holds the notebook as its file has it
     return path, nb, result.time, result.exc_string if result.err is not None else None
 
 

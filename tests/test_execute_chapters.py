@@ -47,6 +47,8 @@ def test_every_notebook_is_cached_as_the_build_looks_it_up(tmp_path):
         assert record.data["execution_seconds"] > 0
     # the build's environment, and each notebook in its own folder
     assert outputs["a.ipynb"] == f"1 {tmp_path}\n"
+    # the cell run after the last one (every explorer drawn again) is not stored
+    assert [len(cache.merge_match_into_notebook(nbformat.read(p, as_version=4))[1].cells) for p in (a, b)] == [2, 1]
     # each training run recorded where the JupyterLab test replays it (tests/lab/conftest.py)
     _, merged = cache.merge_match_into_notebook(nbformat.read(a, as_version=4))
     assert merged.cells[1].outputs[0]["text"] == f"{ROOT / '_build' / 'training-record'}\n"
@@ -55,16 +57,23 @@ def test_every_notebook_is_cached_as_the_build_looks_it_up(tmp_path):
 
 
 def test_a_failure_stops_the_build_with_its_traceback_and_the_notebooks_still_running(tmp_path):
-    # Two at a time: one fails at its second cell while the other is still asleep. The script
-    # prints the failing cell's traceback and stops without waiting for the other (before
-    # this, a killed pool worker could leave it waiting forever).
+    # Two at a time: one fails while the other is still asleep. The script prints the failing
+    # cell's traceback and stops without waiting for the other (before this, a killed pool
+    # worker could leave it waiting forever). The failure is the one a learner met in chapter
+    # 14: every cell runs, but the last one rebinds a name the explorer's draw reads, so the
+    # explorer, drawn again after the last cell as a control change after Run All draws it,
+    # fails (tx.explorer.redraw_shown).
     slow = _notebook(tmp_path / "slow.ipynb",
                      "import pathlib, time\ntime.sleep(30)\npathlib.Path('finished').write_text('1')")
-    bad = _notebook(tmp_path / "bad.ipynb", "x = 1", "raise ValueError('the cell that fails')")
+    bad = _notebook(tmp_path / "bad.ipynb",
+                    "import matplotlib.pyplot as plt\nimport tx.explorer\ntop = 1.0\n"
+                    "def draw(k):\n    fig, ax = plt.subplots()\n    ax.bar([0], [k / top])\n    return fig",
+                    "tx.explorer.explore(draw, k=tx.explorer.Grid([1, 2]))",
+                    "top = 'a name reused below the explorer'")
     done = _run(slow, bad, "--jobs", 2, "--cache", tmp_path / "cache")
     assert done.returncode == 1
-    assert "bad.ipynb: a cell raised" in done.stderr and "the cell that fails" in done.stderr
-    assert "ValueError" in done.stderr
+    assert "bad.ipynb: a cell raised" in done.stderr and "ExplorerError" in done.stderr
+    assert "explorer draw drew its state {'k': 1} when its cell ran, but no longer" in done.stderr
     assert not (tmp_path / "finished").exists(), "the script waited for the other notebook to end"
 
 

@@ -296,3 +296,29 @@ def test_a_free_choice_is_a_text_box_in_jupyter_that_takes_any_text():
     assert len(parse(ex.to_html()).frames) == 2, "the page offers the options"
     with pytest.raises(ExplorerError, match="text options only"):
         Choice([("all heads", "all"), ("head 1", 0)], free=True)
+
+
+def test_redraw_shown_draws_every_shown_explorer_and_names_one_a_later_cell_broke(monkeypatch):
+    # A learner turns the controls after Run All: the explorer's draw then reads the names as
+    # the last cell left them. The build draws each shown explorer once more after that cell.
+    from tx import explorer as module
+
+    monkeypatch.setattr(module, "_SHOWN", [])
+    monkeypatch.setenv(STATIC_ENV, "1")
+    scale = {"top": 2.0}
+
+    def bars(k):
+        fig, ax = plt.subplots(figsize=(2, 2))
+        ax.bar([0], [k / scale["top"]])
+        return fig
+
+    shown = explore(bars, k=Grid([1, 2, 3]))
+    never_shown = explore(bars, k=Grid([4, 5]))
+    shown._repr_mimebundle_()
+    shown._repr_mimebundle_()  # shown twice, drawn again once
+    assert module._SHOWN == [shown] and never_shown not in module._SHOWN
+    assert module.redraw_shown() == 1
+    scale["top"] = "a name reused by a later cell"
+    with pytest.raises(ExplorerError, match=r"explorer bars drew its state \{'k': 1\} when its cell ran, but no "
+                                            r"longer after the notebook's last cell: TypeError"):
+        module.redraw_shown()

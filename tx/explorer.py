@@ -45,6 +45,7 @@ __all__ = ["Choice", "Grid", "Explorer", "Frame", "ExplorerError", "explore", "M
 
 MAX_STATES = 64  # frames one explorer may put on a page (each a PNG of ~5-40 kB)
 STATIC_ENV = "TX_EXPLORER_STATIC"  # set by the book build: no widgets, only the text/html form
+_SHOWN: list["Explorer"] = []  # every explorer this kernel has shown, in order (redraw_shown)
 
 
 class ExplorerError(ValueError):
@@ -401,6 +402,8 @@ class Explorer:
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         labels = self.labels()
         data = {"text/plain": f"Explorer({self.slug}: {', '.join(labels.values())}; {self.n_states} states)"}
+        if self not in _SHOWN:
+            _SHOWN.append(self)
         if os.environ.get(STATIC_ENV) == "1":  # the book's build: every state, for the page
             data["text/html"] = self.to_html()
             return data
@@ -410,6 +413,31 @@ class Explorer:
         # For viewers without widgets (a saved notebook on GitHub, nbviewer): the first state.
         data["image/png"] = base64.b64encode(view.children[1].value).decode("ascii")
         return data
+
+
+def redraw_shown() -> int:
+    """Draw the first and the last state of every explorer this kernel has shown, now.
+
+    A learner turns an explorer's controls after Run All, when every later cell has run, and
+    a later cell can break an explorer the cells above it built: chapter 14's hidden cell once
+    rebound ``top``, the colour scale its ``draw`` reads, and every change after Run All failed
+    in JupyterLab, though the build had drawn every frame before that cell ran. The book build
+    runs this after a chapter's last cell (``_ext/execute_chapters.py``), so such a chapter
+    fails the build. Returns how many explorers it drew; raises ExplorerError naming the one
+    that failed.
+    """
+    for explorer in _SHOWN:
+        states = [explorer.first(), {name: c.options[-1][1] for name, c in explorer.controls.items()}]
+        for values in states:
+            try:
+                explorer._draw(values)
+            except Exception as error:
+                raise ExplorerError(
+                    f"explorer {explorer.slug} drew its state {values} when its cell ran, but no longer "
+                    f"after the notebook's last cell: {type(error).__name__}: {error}. A cell below "
+                    "it changed a name its draw function reads; give that cell's name another name."
+                ) from error
+    return len(_SHOWN)
 
 
 def explore(draw: Callable[..., Any], *, alt: str | None = None, max_states: int = MAX_STATES,
