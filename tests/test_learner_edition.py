@@ -1,9 +1,12 @@
 """The learner edition: no solutions, plain Markdown, a learner's work kept.
 
-Run All on every chapter, in real JupyterLab, is tests/lab/test_jupyterlab.py."""
+Run All in real JupyterLab is tests/lab/test_jupyterlab.py (every chapter with `make lab-test`,
+three with `make test`); what a chapter's Run All needs of its exercises is checked here for
+every chapter, from the code (test_run_all_needs_no_answer)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -386,6 +389,79 @@ def first_stub_of(nb) -> nbformat.NotebookNode:
 
 def _tags(cell: dict) -> list[str]:
     return cell.get("metadata", {}).get("tags", [])
+
+
+def _names(code: str) -> tuple[set[str], set[str]]:
+    """The names a cell binds at its top level, and every name it reads."""
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
+    tree = ast.parse(code)
+    bound = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(sub.name)
+            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                bound.add(sub.id)
+            elif isinstance(sub, ast.alias):
+                bound.add((sub.asname or sub.name).split(".")[0])
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return bound, read
+
+
+def run_all_needs(cells: list[dict]) -> list[str]:
+    """Cells of a chapter that would fail in the learner edition's Run All, read from the code:
+    a cell (other than a check) that reads a name only a solution defines, or that uses an
+    exercise's function, which raises NotImplementedError until the learner writes it."""
+    learner, solution, stub, problems = set(), set(), set(), []
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        tags = cell["metadata"].get("tags", [])
+        bound, read = _names(source(cell))
+        read -= bound  # a name the cell binds itself (a first read before it binds is not seen)
+        if "solution" in tags:
+            solution |= bound
+            continue
+        if not {"stub", "check"} & set(tags):
+            first = next((line for line in source(cell).splitlines() if line.strip()), "")
+            if (read & solution) - learner:
+                problems.append(f"cell {index} ({first}) reads {sorted((read & solution) - learner)}, "
+                                "which only a solution defines")
+            if read & stub:
+                problems.append(f"cell {index} ({first}) uses {sorted(read & stub)}, the learner's "
+                                "unwritten answer")
+        if "stub" in tags:
+            stub |= bound
+        learner |= bound
+    return problems
+
+
+def test_run_all_needs_no_answer_finds_what_would_fail():
+    code = lambda text, *tags: {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": text}  # noqa: E731
+    cells = [code("import torch\nx = torch.ones(3)"),
+             code("def double(v):\n    raise NotImplementedError", "stub"),
+             code("def double(v):\n    return 2 * v\nanswer = double(x)", "solution"),
+             code("check(double)", "check"),
+             code("print(x.sum())"),
+             code("print(answer)"),
+             code("y = double(x)"),
+             code("%%time\nanswer = 1\nprint(answer)"),
+             code("%%time\nprint(double(answer))")]
+    assert run_all_needs(cells) == [
+        "cell 5 (print(answer)) reads ['answer'], which only a solution defines",
+        "cell 6 (y = double(x)) uses ['double'], the learner's unwritten answer",
+        "cell 8 (%%time) uses ['double'], the learner's unwritten answer",
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_run_all_needs_no_answer(path):
+    # What the JupyterLab test finds by running (cells that failed, besides the checks), for
+    # the chapters `make test` does not run there; the build runs the same cells with answers.
+    assert run_all_needs(load(path)["cells"]) == []
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
