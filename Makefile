@@ -164,8 +164,9 @@ site-after-book: book-once
 unit-once: $(STAMP)
 	$(MAKE) --no-print-directory unit
 
+# Three chapters in JupyterLab, not fifteen (tests/lab/test_jupyterlab.py, SAMPLE, says which and why).
 lab-after-unit: unit-once
-	$(MAKE) --no-print-directory lab-test
+	$(MAKE) --no-print-directory lab-test LAB_ARGS="-m lab_sample"
 
 # The learner zip's set-up (its pip install, about 100 CPU-s) and the live models' page tests
 # (they open pages of their own, so they share little with the site tests' visits).
@@ -244,9 +245,10 @@ site-test: $(STAMP) chromium
 	$(BIN)/pytest tests/site -q $(SITE_ARGS)
 
 ## lab-test: every chapter of the learner edition in real JupyterLab (headless Chromium):
-## Run All, then every control of every explorer (tests/lab); screenshots in _build/screenshots-lab/
+## Run All, then every control of every explorer (tests/lab); screenshots in _build/screenshots-lab/.
+## Run it after changing a chapter: `make test` runs three chapters there (LAB_ARGS="-m lab_sample").
 lab-test: $(STAMP) chromium
-	$(PARALLEL) $(BIN)/pytest tests/lab -n $(WORKERS) -q
+	$(PARALLEL) $(BIN)/pytest tests/lab -n $(WORKERS) -q $(LAB_ARGS)
 
 ## lab: JupyterLab on the learner edition in workbook/, in the same environment as the tests.
 ## The committed chapters are never opened, so JupyterLab's autosave cannot write into them;
