@@ -830,7 +830,12 @@
         showContinuation(output, model, result);
         output.parentNode.hidden = false;
         showRead(read, model.vocab, result.pieces, result.ids, model.manifest.unk_id, result.unknown, THEN.generate);
-        status.textContent = "Written in your browser in " + ms.toFixed(0) + " ms, " +
+        // A model that writes <eos> first ends the sentence where the prompt ends: say so, or the
+        // block would show the prompt alone, as if nothing had happened.
+        var atOnce = result.ids.length === result.prompt + 1 && result.ids[result.prompt] === model.manifest.eos_id;
+        status.textContent = (atOnce ? "The model ended the sentence at once: the first token it wrote was <eos>, " +
+          "the end of a sentence. Try a prompt that stops mid-sentence. " : "") +
+          "Written in your browser in " + ms.toFixed(0) + " ms, " +
           (choice === "greedy" ? "greedily." : "sampled with seed " + seed + ".");
         block.txLive = { ids: result.ids, prompt: result.prompt, choice: choice, seed: seed, ms: ms };
         redraw();

@@ -418,7 +418,8 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 LM_PAGE, VIT_PAGE = "chapters/13_language_model", "chapters/14_vision_transformer"
-FREE_PROMPTS = ["She", "we do not like", "the old cat is", "i am a student and", "Zoé is"]
+# The last ends a sentence: the model may write <eos> at once, which the status line must say.
+FREE_PROMPTS = ["She", "we do not like", "the old cat is", "i am a student and", "Zoé is", "i am a student ."]
 
 
 def _block_attr(docname: str, kind: str, attr: str) -> str:
@@ -497,6 +498,8 @@ def test_chapter_13_s_model_continues_typed_prompts_as_tx_does(visits_live):
         written = vocab.decode(ys[len(vocab.encode(prompt, add_eos=False)):])
         assert got["live"]["ids"] == ys and got["output"] in (typed + " " + written, typed + written), prompt
         assert "<unk>" not in got["output"] and got["output"].endswith(written), prompt
+        ended_at_once = ys[len(vocab.encode(prompt, add_eos=False))] == m["eos_id"]
+        assert ("ended the sentence at once" in got["status"]) == ended_at_once, (prompt, got["status"])
     zoe = _continue(page, "Zoé is")
     assert zoe["marked"] == ["zoé"] and "never seen “zoé”" in zoe["note"] and "without knowing" in zoe["note"], zoe
     shown_zoe = block_parts(page)  # the prompt apart from the words written, the unknown word marked in it
