@@ -225,6 +225,7 @@ def learner_edition_notes(app: Sphinx, doctree: nodes.document, docname: str) ->
     name = docname.split("/")[-1] + ".ipynb"
     times = run_all_times(Path(app.confdir, app.config.book_site_run_all_times))
     sentence = run_all_sentence(name, times, subject="Run All of this chapter's notebook")
+    slow = slow_note(name, times, what="This chapter's notebook")
     href = html.escape(relative_uri(app.builder.get_target_uri(docname), LEARNER_ZIP))
     for section in doctree.findall(nodes.section):
         title = section.next_node(nodes.title)
@@ -233,12 +234,13 @@ def learner_edition_notes(app: Sphinx, doctree: nodes.document, docname: str) ->
         if sentence is None:
             logger.warning(f"book_site: {app.config.book_site_run_all_times} has no Run All time for {name}: "
                            f"run `python bench/run_all_times.py {name[:2]}` and commit the JSON.", location=docname)
+        # The time once a page: a slow chapter says it under its title, the others here.
+        timed = f" {html.escape(sentence, quote=False)}." if sentence and slow is None else ""
         note = (f'<p class="tx-learner-edition">Work through these exercises in Jupyter with the '
                 f'<a class="reference external" href="{href}" download>learner edition</a> (every chapter '
-                f'without its solutions, and a README that sets it up). {html.escape(sentence or "", quote=False)}.</p>')
+                f'without its solutions, and a README that sets it up).{timed}</p>')
         section.insert(section.index(title) + 1, nodes.raw("", note, format="html"))
         break
-    slow = slow_note(name, times, what="This chapter's notebook")
     top = next(iter(doctree.findall(nodes.section)), None)
     if slow is not None and top is not None and isinstance(top[0], nodes.title):
         top.insert(1, nodes.raw("", f'<p class="tx-run-time"><em>{html.escape(slow, quote=False)}</em></p>', format="html"))

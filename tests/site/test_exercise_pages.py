@@ -105,13 +105,16 @@ def test_the_exercises_offer_the_learner_edition_and_the_run_all_time(docname):
     times = run_all_times()
     entry = times["chapters"][name]
     seconds = entry["run_all_s"] if entry["run_all_s"] is not None else entry["at_least_s"]  # a lower bound: timed out
-    assert duration(seconds) in note.group(1)
-    assert run_all_sentence(name, times, subject="Run All of this chapter's notebook") in note.group(1)
     slow = slow_note(name, times, what="This chapter's notebook")
     before_exercises = html[: section.start()]
     assert (slow is not None) == ("tx-run-time" in before_exercises)
+    # the time once a page: under the title of a slow chapter, under Exercises for the others
+    where = before_exercises if slow is not None else note.group(1)
+    assert duration(seconds) in where and html.count(f"took {duration(seconds)}") == 1
     if slow is not None:
-        assert slow in before_exercises
+        assert slow in before_exercises and "took" not in note.group(1)
+    else:
+        assert run_all_sentence(name, times, subject="Run All of this chapter's notebook") in note.group(1)
 
 
 # A solution is shown when a part of it past its title bar is drawn: a box of some size, not
