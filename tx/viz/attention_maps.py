@@ -57,8 +57,13 @@ def attention_heatmap(
     title: str | None = None,
     annotate: bool = False,
     cmap: str = ATTENTION_CMAP,
+    label: str = "weight",
 ) -> Axes:
-    """Heatmap of one head's attention weights [Tq, Tk]: rows are queries, columns keys."""
+    """Heatmap of one head's attention weights [Tq, Tk]: rows are queries, columns keys.
+
+    ``label`` names the colour bar: "weight" for attention weights; a mask drawn on the same
+    grid says what its 1 and 0 mean.
+    """
     w = _to_numpy(weights)
     if w.ndim != 2:
         raise ValueError(f"weights must be [Tq, Tk] (one head), got shape {tuple(w.shape)}")
@@ -67,7 +72,7 @@ def attention_heatmap(
     _check_labels(key_tokens, n_k, "key_tokens", "key columns")
     ax = _new_ax(ax, (max(3.8, 1.6 + 0.45 * n_k), max(3.2, 1.2 + 0.45 * n_q)))
     im = _draw_attention(ax, w, query_tokens, key_tokens, annotate, cmap)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="weight")
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=label)
     ax.set_title(title if title is not None else "Attention weights")
     return ax
 
