@@ -137,7 +137,7 @@ book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 ## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval
 ## makes, so `make test` leaves nbval out. Two slots of work run side by side (-j2), so that
 ## both cores stay busy to the end: the build (its chapters two at a time) and the unit tests
-## start together; the learner edition in real JupyterLab follows the unit tests; the site's
+## start together; three chapters of the learner edition in real JupyterLab follow the unit tests; the site's
 ## browser tests, the learner zip's set-up and the live models' page tests follow the build,
 ## each in whichever slot is free first.
 ## Threads that wait sleep (OMP_WAIT_POLICY). No screenshots (TX_SCREENSHOTS=0): they are for
