@@ -179,20 +179,25 @@ class LabPage:
 
     Opening a notebook in a freshly loaded JupyterLab cost 8 to 11 CPU-s (its kernel's start
     included), once for each of the fifteen chapters. A test that fails throws its page away
-    (``discard``), so the next one starts from a newly loaded JupyterLab."""
+    (``discard``), so the next one starts from a newly loaded JupyterLab, in a workspace of its
+    own: JupyterLab saves a workspace's open documents, and a new page in the old workspace
+    reopened the failed test's notebook beside the next one, which then failed too."""
 
     def __init__(self, browser, lab: Lab, name: str):
         self.browser, self.lab, self.name = browser, lab, name
         self.context = self.page = None
+        self.loads = 0  # JupyterLab pages loaded, each in a workspace of its own
         self.errors: list[str] = []
 
     def open(self, notebook: str):
         """The page, showing ``notebook`` and nothing else, with its cells in the DOM."""
         if self.page is None:
+            self.loads += 1
             self.context = self.browser.new_context(viewport={"width": 1280, "height": 1000})
             self.page = self.context.new_page()
             self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-            self.page.goto(f"{self.lab.url}lab/workspaces/{self.name}?token={self.lab.token}")
+            workspace = f"{self.name}-{self.loads}"
+            self.page.goto(f"{self.lab.url}lab/workspaces/{workspace}?token={self.lab.token}")
             self.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=120_000)
             self.page.evaluate("async () => { await window.jupyterapp.restored; }")
         self.errors.clear()
