@@ -17,7 +17,7 @@ import zipfile
 import nbformat
 import pytest
 
-from notebook_tools import CHAPTERS, ROOT, load, role, source
+from notebook_tools import CHAPTERS, ROOT, load, role, source, tags
 from tx.exercises.learner import (
     MANIFEST, SETUP_CELL, citations, equation_numbers, learner_files, learner_notebook, main,
     number_equation_labels, strip_solutions, to_markdown, write_learner_edition,
@@ -419,13 +419,13 @@ def run_all_needs(cells: list[dict]) -> list[str]:
     for index, cell in enumerate(cells):
         if cell["cell_type"] != "code":
             continue
-        tags = cell["metadata"].get("tags", [])
+        kinds = set(tags(cell))
         bound, read = _names(source(cell))
         read -= bound  # a name the cell binds itself (a first read before it binds is not seen)
-        if "solution" in tags:
+        if "solution" in kinds:
             solution |= bound
             continue
-        if not {"stub", "check"} & set(tags):
+        if not {"stub", "check"} & kinds:
             first = next((line for line in source(cell).splitlines() if line.strip()), "")
             if (read & solution) - learner:
                 problems.append(f"cell {index} ({first}) reads {sorted((read & solution) - learner)}, "
@@ -433,7 +433,7 @@ def run_all_needs(cells: list[dict]) -> list[str]:
             if read & stub:
                 problems.append(f"cell {index} ({first}) uses {sorted(read & stub)}, the learner's "
                                 "unwritten answer")
-        if "stub" in tags:
+        if "stub" in kinds:
             stub |= bound
         learner |= bound
     return problems

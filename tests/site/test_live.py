@@ -487,6 +487,7 @@ def test_chapter_13_s_model_continues_typed_prompts_as_tx_does(visits_live):
     steps = int(_block_attr(LM_PAGE, "generate", "data-max-new-tokens"))
     for prompt in FREE_PROMPTS:  # the same graph in Python (tests/test_export.py: equal to tx)
         ys = vocab.encode(prompt, add_eos=False)
+        start = len(ys)  # <bos> and the prompt: the first written token's place
         for _ in range(steps):
             z = session.run(None, {"tokens": np.array([ys], dtype=np.int64)})[0][0, -1]
             z[m["pad_id"]] = z[m["unk_id"]] = -np.inf  # <unk> is never written either (issue 24)
@@ -495,10 +496,10 @@ def test_chapter_13_s_model_continues_typed_prompts_as_tx_does(visits_live):
                 break
         got = _continue(page, prompt)
         typed = tx.data.detokenize(tx.data.tokenize(prompt))  # the reader's words, unknown ones too, never <unk>
-        written = vocab.decode(ys[len(vocab.encode(prompt, add_eos=False)):])
+        written = vocab.decode(ys[start:])
         assert got["live"]["ids"] == ys and got["output"] in (typed + " " + written, typed + written), prompt
         assert "<unk>" not in got["output"] and got["output"].endswith(written), prompt
-        ended_at_once = ys[len(vocab.encode(prompt, add_eos=False))] == m["eos_id"]
+        ended_at_once = ys[start] == m["eos_id"]
         assert ("ended the sentence at once" in got["status"]) == ended_at_once, (prompt, got["status"])
     zoe = _continue(page, "Zoé is")
     assert zoe["marked"] == ["zoé"] and "never seen “zoé”" in zoe["note"] and "without knowing" in zoe["note"], zoe
