@@ -1,5 +1,13 @@
-"""``python -m tx.exercises learner OUTDIR``: see :mod:`tx.exercises.learner`."""
+"""``python -m tx.exercises learner OUTDIR`` (:mod:`tx.exercises.learner`) and
+``python -m tx.exercises course OUTDIR`` (:mod:`tx.exercises.course`)."""
 
-from .learner import main
+import sys
 
-main()
+if sys.argv[1:2] == ["course"]:
+    from .course import main
+
+    main(sys.argv[2:])
+else:
+    from .learner import main
+
+    main()

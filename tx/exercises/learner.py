@@ -45,7 +45,7 @@ from .learner_notebook import (  # re-exported: the book's site and the tests im
 
 __all__ = [
     "is_solution_cell", "strip_solutions", "to_markdown", "learner_notebook", "write_learner_edition", "main",
-    "MANIFEST", "README", "Written", "readme", "run_all_times", "run_all_sentence", "slow_note",
+    "MANIFEST", "README", "Written", "write_keeping", "readme", "run_all_times", "run_all_sentence", "slow_note",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -293,7 +293,7 @@ def _changed_cells(current: dict[str, Any], recorded: list[str]) -> str | None:
     return "; ".join(parts) or "you reordered cells"
 
 
-def _why_keep(name: str, current: bytes, record: Any, fresh: bytes) -> str | None:
+def _why_keep(name: str, current: bytes, record: Any, fresh: bytes, manifest: str = MANIFEST) -> str | None:
     """Why the file ``name`` (now ``current``) must be kept, or None if the new edition (``fresh``) may replace it.
 
     A notebook is the learner's work when its cells' sources differ from what this tool
@@ -304,7 +304,7 @@ def _why_keep(name: str, current: bytes, record: Any, fresh: bytes) -> str | Non
     from the edition's.
     """
     if record is None:
-        return f"this tool did not write it (no record in {MANIFEST})"
+        return f"this tool did not write it (no record in {manifest})"
     if isinstance(record, str) and record == _digest(current):
         return None
     if not name.endswith(".ipynb"):
@@ -320,6 +320,43 @@ def _why_keep(name: str, current: bytes, record: Any, fresh: bytes) -> str | Non
     changed = _changed_cells(notebook, _cell_digests(json.loads(fresh)))
     return None if changed is None else (
         f"{changed} (an older version of this tool wrote it, so its cells were compared with the new edition's)")
+
+
+def write_keeping(out_dir: Path, files: dict[str, bytes], manifest_name: str, force: bool = False) -> Written:
+    """Write ``files`` (``{path in out_dir: contents}``) into ``out_dir``, keeping what its user changed.
+
+    A file already there is replaced while it is what an earlier run wrote (recorded in
+    ``manifest_name``; for a notebook, its cells' sources), so a notebook that was only run
+    gets the new version; one whose cells were changed, or that this tool did not write, is
+    kept, unless ``force``. The learner edition and the teachers' course both write this way.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / manifest_name
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+    except json.JSONDecodeError:
+        manifest = {}
+    if not isinstance(manifest, dict):
+        manifest = {}
+    written, kept, why = [], [], {}
+    for name, data in files.items():
+        target = out_dir / name
+        if target.exists() and not force:
+            current = target.read_bytes()
+            if current == data:
+                manifest[name] = _record(name, data)
+                continue
+            reason = _why_keep(name, current, manifest.get(name), data, manifest_name)
+            if reason is not None:
+                kept.append(target)
+                why[name] = reason
+                continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        manifest[name] = _record(name, data)
+        written.append(target)
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return Written(written, kept, why)
 
 
 def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, zip_path: str | Path | None = None,
@@ -353,31 +390,7 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
         if missing:
             raise FileNotFoundError(f"the zip's set-up needs {', '.join(missing)}: run from the book's folder.")
     files = learner_files(chapters)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest_path = out_dir / MANIFEST
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
-    except json.JSONDecodeError:
-        manifest = {}
-    if not isinstance(manifest, dict):
-        manifest = {}
-    written, kept, why = [], [], {}
-    for name, data in files.items():
-        target = out_dir / name
-        if target.exists() and not force:
-            current = target.read_bytes()
-            if current == data:
-                manifest[name] = _record(name, data)
-                continue
-            reason = _why_keep(name, current, manifest.get(name), data)
-            if reason is not None:
-                kept.append(target)
-                why[name] = reason
-                continue
-        target.write_bytes(data)
-        manifest[name] = _record(name, data)
-        written.append(target)
-    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    done = write_keeping(out_dir, files, MANIFEST, force)
     if zip_path is not None:
         zip_path = Path(zip_path)
         zip_path.parent.mkdir(parents=True, exist_ok=True)
@@ -389,7 +402,7 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
                 zf.write(path, f"tx-book-learner-edition/{name}")
             if wheel is not None:
                 zf.write(wheel, f"tx-book-learner-edition/{Path(wheel).name}", compress_type=zipfile.ZIP_STORED)
-    return Written(written, kept, why)
+    return done
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -404,6 +417,9 @@ def main(argv: list[str] | None = None) -> None:
     learner.add_argument("--zip", type=Path, dest="zip_path", help="also write a zip of the edition here")
     learner.add_argument("--force", action="store_true", help="overwrite notebooks even if they were changed (your answers are lost)")
     learner.add_argument("--wheel", type=Path, help="a wheel of tx for the zip (its README installs it)")
+    # Listed for --help only: __main__ hands `course` to tx.exercises.course before this parser runs.
+    sub.add_parser("course", help="write the exercises as an nbgrader course for teachers "
+                                  "(python -m tx.exercises course --help)")
     args = parser.parse_args(argv)
     try:
         done = write_learner_edition(args.out_dir, args.chapters, args.zip_path, force=args.force,

@@ -1,0 +1,207 @@
+"""The teachers' course (tx.exercises.course): nbgrader notebooks from the chapters, graded by nbgrader.
+
+The slow test, ``test_nbgrader_grades_the_solutions_full_and_the_release_zero``, runs
+nbgrader's own ``generate_assignment`` and ``autograde`` on every chapter (in two halves, one
+per test worker) and reads the scores from nbgrader's gradebook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tx.exercises import CheckFailed
+from tx.exercises.course_check import check_course
+from tx.exercises.course import (
+    BEGIN, END, MANIFEST, POINTS, answer_source, assignment_id, course_files, main, write_course,
+)
+
+from notebook_tools import ROOT, load, source, tags, toc_chapters
+
+CHAPTERS = ROOT / "chapters"
+ASSIGNMENTS = sorted(assignment_id(p) for p in toc_chapters())
+# Two halves, one a test worker: every second assignment, so each half has some of the longer ones.
+HALVES = [ASSIGNMENTS[0::2], ASSIGNMENTS[1::2]]
+
+
+@pytest.fixture(scope="module")
+def course() -> dict[str, bytes]:
+    return course_files(CHAPTERS)
+
+
+def notebooks(files: dict[str, bytes]) -> dict[str, dict]:
+    return {name: json.loads(data) for name, data in files.items() if name.endswith(".ipynb")}
+
+
+def nbgrader(cell: dict) -> dict:
+    return cell["metadata"]["nbgrader"]
+
+
+def exercise_labels(path: Path) -> list[str]:
+    return re.findall(r"^:label:[ \t]*(ex-\S+)", "\n".join(
+        source(c) for c in load(path)["cells"] if c["cell_type"] == "markdown"
+        and re.search(r"^[`:]{3,}\{exercise\}", source(c), re.M)), re.M)
+
+
+def test_every_chapter_is_an_assignment_of_its_exercises(course):
+    books = {assignment_id(p): p for p in toc_chapters()}
+    by_assignment = {name.split("/")[1]: nb for name, nb in notebooks(course).items()}
+    assert sorted(by_assignment) == ASSIGNMENTS
+    for a, nb in by_assignment.items():
+        chapter = load(books[a])["cells"]
+        labels = exercise_labels(books[a])
+        answers = [c for c in nb["cells"] if nbgrader(c)["solution"]]
+        checks = [c for c in nb["cells"] if nbgrader(c)["grade"]]
+        assert [nbgrader(c)["grade_id"] for c in answers] == [f"{label}-answer" for label in labels], a
+        assert [nbgrader(c)["grade_id"] for c in checks] == [f"{label}-check" for label in labels], a
+        # The checks are the book's, calling the book's checkers, worth POINTS each and read-only.
+        assert [source(c) for c in checks] == [source(c) for c in chapter if "check" in tags(c)], a
+        assert all(nbgrader(c)["points"] == POINTS and nbgrader(c)["locked"] for c in checks), a
+        # An answer holds its stub's first lines, then the solution between the delimiters.
+        stubs = [source(c) for c in chapter if "stub" in tags(c)]
+        for answer, stub in zip(answers, stubs):
+            text = source(answer)
+            assert text.startswith(stub.rstrip().rsplit("\n", 1)[0] + "\n"), (a, text)
+            assert text.count(BEGIN) == text.count(END) == 1 and text.index(BEGIN) < text.index(END), (a, text)
+            assert not nbgrader(answer)["locked"] and not nbgrader(answer)["grade"]
+        # Everything else read-only; every grade id unique, as nbgrader requires.
+        others = [c for c in nb["cells"] if not nbgrader(c)["solution"]]
+        assert all(nbgrader(c)["locked"] for c in others), a
+        ids = [nbgrader(c)["grade_id"] for c in nb["cells"]]
+        assert len(ids) == len(set(ids)), a
+        # No solution of the book's is in an assignment outside a solution region.
+        outside = "\n".join(source(c) for c in others)
+        assert "solution-start" not in outside and BEGIN not in outside, a
+
+
+def test_an_assignment_holds_the_exercises_and_what_they_use_not_the_chapter(course):
+    nb = notebooks(course)["source/ch09/09_final_linear_softmax.ipynb"]
+    code = [source(c) for c in nb["cells"] if c["cell_type"] == "code"]
+    chapter = [source(c) for c in load(CHAPTERS / "09_final_linear_softmax.ipynb")["cells"]
+               if c["cell_type"] == "code"]
+    assert code[1] == chapter[0], "the chapter's set-up cell (its imports and seed) comes first"
+    assert len(code) < len(chapter) / 2, "an assignment is the exercises, not the whole chapter"
+    assert nb["cells"][0]["source"].startswith("# Exercises of chapter 9: ")
+
+
+def test_an_answer_cell_is_the_stub_with_the_solution_between_the_delimiters():
+    stub = "def f(x):\n    # x [n] -> [n]\n    raise NotImplementedError"
+    solution = "def f(x):\n    # x [n] -> [n]\n    y = x + 1\n\n    return y\n\n\nprint(f(1))  # a demo\n"
+    assert answer_source(stub, solution) == (
+        f"def f(x):\n    # x [n] -> [n]\n    {BEGIN}\n    y = x + 1\n\n    return y\n    {END}")
+    # a stub at the top level: the whole rest of the solution is the answer
+    assert answer_source("raise NotImplementedError", "x = 1\ny = 2") == f"{BEGIN}\nx = 1\ny = 2\n{END}"
+    with pytest.raises(ValueError, match="must begin with its stub"):
+        answer_source(stub, "def f(x):\n    # another comment\n    return x")
+    with pytest.raises(ValueError, match="must end in `raise NotImplementedError`"):
+        answer_source("def f(x):\n    return x", "def f(x):\n    return x")
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+        except SystemExit as exit_:
+            code = exit_.code or 0
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_writing_again_keeps_the_teachers_edits_and_says_so(tmp_path):
+    course = tmp_path / "course"
+    assert run([str(course), "--only", "ch03", "ch05"])[0] == 0
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text() + 'c.CourseDirectory.course_id = "my-class"\n')
+    notebook = course / "source/ch03/03_self_attention_vectors.ipynb"
+    nb = json.loads(notebook.read_text())
+    check = next(i for i, c in enumerate(nb["cells"]) if nbgrader(c)["grade"])
+    nb["cells"][check]["source"] += "\nassert True  # a hidden test of mine"
+    notebook.write_text(json.dumps(nb))
+    (course / "README.md").unlink()
+    mine = {p: p.read_bytes() for p in (config, notebook)}
+    code, out, err = run([str(course), "--only", "ch03", "ch05"])
+    assert code == 0
+    assert mine == {p: p.read_bytes() for p in mine}, "a teacher's edit was overwritten"
+    assert "kept nbgrader_config.py: you changed it" in err
+    assert f"kept source/ch03/03_self_attention_vectors.ipynb: you changed cell {check + 1}" in err
+    assert (course / "README.md").exists() and "wrote 1 files" in out
+    assert (course / MANIFEST).exists()
+    # --force replaces them
+    assert run([str(course), "--only", "ch03", "ch05", "--force"])[0] == 0
+    assert config.read_bytes() != mine[config]
+
+
+def test_a_chapter_without_exercises_is_skipped_with_a_message(tmp_path):
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    shutil.copy(CHAPTERS / "02_tensors.ipynb", chapters)
+    nb = load(CHAPTERS / "02_tensors.ipynb")
+    nb["cells"] = [c for c in nb["cells"] if not {"stub", "solution", "check"} & set(tags(c))]
+    (chapters / "15_no_exercises.ipynb").write_text(json.dumps(nb))
+    code, out, _ = run([str(tmp_path / "course"), "--chapters", str(chapters)])
+    assert code == 0
+    assert "skipped 15_no_exercises.ipynb: it has no exercises" in out
+    assert [p.name for p in (tmp_path / "course/source").iterdir()] == ["ch02"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--only", "ch99"], "no chapter for assignment ch99"),
+    (["--chapters", "{tmp}/empty"], "no notebooks in"),
+])
+def test_bad_arguments_say_what_is_wrong(tmp_path, argv, message):
+    (tmp_path / "empty").mkdir()
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, _, err = run([str(tmp_path / "course")] + argv)
+    assert code == 2 and message in err
+    assert not (tmp_path / "course").exists(), "nothing is written after a bad argument"
+
+
+def test_a_file_as_outdir_or_the_chapters_folder_is_refused(tmp_path):
+    (tmp_path / "file").write_text("mine")
+    code, _, err = run([str(tmp_path / "file")])
+    assert code == 2 and "is a file, not a folder" in err and (tmp_path / "file").read_text() == "mine"
+    with pytest.raises(ValueError, match="inside the chapters folder"):
+        write_course(CHAPTERS / "course", CHAPTERS)
+
+
+def hints_in_process(notebook: dict) -> dict[str, str]:
+    """What each check says, run here on the unsolved notebook's answers: the learner edition's hints."""
+    namespace: dict = {}
+    said = {}
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                exec(source(cell), namespace)
+            except CheckFailed as error:
+                said[nbgrader(cell)["grade_id"]] = f"Not yet: {error}"
+    return said
+
+
+@pytest.mark.parametrize("half", HALVES, ids=["first-half", "second-half"])
+def test_nbgrader_grades_the_solutions_full_and_the_release_zero(tmp_path, half):
+    write_course(tmp_path / "course", CHAPTERS, only=half)
+    scores = check_course(tmp_path / "course", scratch=tmp_path / "grading")
+    assert sorted(scores) == half
+    books = {assignment_id(p): p for p in toc_chapters()}
+    for a, s in scores.items():
+        checks = {f"{label}-check" for label in exercise_labels(books[a])}
+        assert set(s.max_points) == checks and all(p == POINTS for p in s.max_points.values()), a
+        assert s.solved == s.max_points, f"{a}: the instructor's solutions lost points: {s.solved}"
+        assert s.unsolved == dict.fromkeys(checks, 0.0), f"{a}: the unsolved release scored: {s.unsolved}"
+        # The release a student gets: nbgrader's stub where each solution was, nothing of it left.
+        release = next((tmp_path / "grading/release" / a).glob("*.ipynb"))
+        released = json.loads(release.read_text())
+        for cell in released["cells"]:
+            if nbgrader(cell)["solution"]:
+                assert "raise NotImplementedError()" in source(cell) and BEGIN not in source(cell), a
+        # What nbgrader's feedback shows under each check is the hint the learner edition gives.
+        assert s.hints == hints_in_process(released), a

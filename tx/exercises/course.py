@@ -1,0 +1,386 @@
+"""The teachers' course: the book's exercises as an nbgrader course, graded by nbgrader itself.
+
+``python -m tx.exercises course OUTDIR`` writes an nbgrader course folder:
+``nbgrader_config.py``, a ``README.md`` and ``source/<assignment>/<chapter>.ipynb`` for every
+chapter with exercises (assignments ``ch01`` ... ``ch14`` and ``a1``). Each assignment holds
+one chapter's exercises and the cells they build on (the chapter's imports, and any earlier
+cell that defines a name they use), not the whole chapter: nbgrader's autograder runs every
+submission from the top, and the chapters that train a model would cost a class of a hundred
+students hours of CPU for nothing that is graded. Students read the chapter in the book.
+
+In each notebook, with nbgrader's cell metadata,
+
+- an exercise's answer cell is an autograded answer: the book's stub, with the solution
+  between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` where the stub raises
+  ``NotImplementedError`` (``nbgrader generate_assignment`` puts nbgrader's code stub back);
+- its check is an autograder-tests cell worth one point, which calls the book's checker, so
+  the hints are the learner edition's (in the notebook and in nbgrader's feedback);
+- every other cell is read-only.
+
+``python -m tx.exercises course OUTDIR --check`` then grades the course as students would
+submit it, with nbgrader's own commands, in a scratch copy (:mod:`tx.exercises.course_check`):
+the instructor's solutions must get full marks and the unsolved release zero.
+
+Running the command again on an existing course updates it without losing the teacher's
+edits: a file is replaced only while it is what an earlier run wrote (the record is
+``.tx-course.json``), as the learner edition does.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from .course_check import BEGIN, END, check_course, report
+from .learner import CHAPTERS, Written, write_keeping
+from .learner_notebook import _source, citations, equation_numbers, is_solution_cell, learner_notebook
+
+__all__ = [
+    "MANIFEST", "POINTS", "BEGIN", "END", "assignment_id", "answer_source", "course_notebook", "course_files",
+    "write_course", "main",
+]
+
+MANIFEST = ".tx-course.json"
+"""The file, in the course folder, recording what each file was when this tool wrote it."""
+POINTS = 1
+"""What one exercise's check is worth: an assignment is worth as many points as it has exercises."""
+
+CONFIG = '''\
+# nbgrader's configuration for the course that `python -m tx.exercises course` wrote from
+# the book's chapters. Edit it freely: running that command again keeps your edits.
+# nbgrader's documentation lists every option: https://nbgrader.readthedocs.io
+c = get_config()  # noqa: F821 - nbgrader defines it
+
+c.CourseDirectory.course_id = "transformer-run-and-tested"
+# What replaces each solution in the students' version (nbgrader's own default, stated here so
+# that the answer cells read as the book's stubs do: they raise until answered).
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
+# Seconds each cell may run when autograding: a check builds small models on inputs of its
+# own, a few seconds on a laptop; this leaves room for a slow, shared grading machine.
+c.ExecutePreprocessor.timeout = 600
+'''
+
+README = """\
+# The Transformer, Run and Tested: the nbgrader course
+
+The book's exercises as an [nbgrader](https://nbgrader.readthedocs.io) course, written by
+`python -m tx.exercises course` from the book's chapters. `source/` holds one assignment per
+chapter ({assignments}); each is the chapter's exercises and the cells they build on, with the
+solutions in. Students read the chapter in the book and answer in the assignment.
+
+## Points
+
+Each exercise is worth {points} point{s}: its answer cell is an autograded answer, and the
+check under it, an autograder-tests cell, calls the same checker the book and the learner
+edition use. It passes (full points) or fails with the hint a learner sees, which nbgrader's
+feedback shows too. Every other cell is read-only.
+
+## Running the course
+
+Students need the book's package `tx` (its wheel is in the learner edition's zip, or
+`pip install` a clone of the book) in the environment where they work and where you grade.
+
+```bash
+python -m tx.exercises course . --check   # once: every assignment grades as it should
+nbgrader generate_assignment ch03         # the students' version, in release/ch03
+# ... students submit into submitted/<student>/ch03/ (nbgrader's exchange or by hand) ...
+nbgrader autograde ch03                   # runs every submission, scores it in gradebook.db
+nbgrader generate_feedback ch03           # HTML feedback with each check's hint
+```
+
+The book's page "For teachers" says more.
+
+Running `python -m tx.exercises course` again updates the notebooks and this folder's files
+to the book's current edition, but keeps any that you changed (it says which).
+"""
+
+TITLE = """\
+# Exercises of chapter {number}: {title}
+
+This assignment holds the exercises of chapter {number} of *The Transformer, Run and Tested*
+and the cells they build on: read the chapter in the book first. Write each answer in the
+cell that says `YOUR CODE HERE`, in place of `raise NotImplementedError()`, and run the check
+under it: it prints a line that starts with "Correct", or a hint. Each exercise is worth
+{points} point{s}; the autograder runs the same checks on what you submit. The other cells
+are read-only.
+"""
+
+SETUP_CELL = '''\
+# This assignment needs tx, the book's Python package: if this cell fails, ask your
+# course staff which environment (kernel) to choose.
+try:
+    import tx
+except ModuleNotFoundError:
+    raise ModuleNotFoundError(
+        "this assignment needs the book's package `tx`: choose the kernel your course "
+        "set up for it, or install tx (the learner edition's README says how)."
+    ) from None
+print(f"tx is installed: {tx.__file__}")'''
+
+
+def assignment_id(path: str | Path) -> str:
+    """``03_self_attention_vectors.ipynb`` -> "ch03"; ``A1_training_at_scale.ipynb`` -> "a1"."""
+    stem = Path(path).name.split("_")[0]
+    return f"ch{stem}" if stem.isdigit() else stem.lower()
+
+
+def answer_source(stub: str, solution: str) -> str:
+    """The autograded answer cell: ``stub`` with ``solution``'s body between the two delimiters.
+
+    A book's solution begins with its stub, less the stub's last line,
+    ``raise NotImplementedError`` (tests/test_notebooks.py holds every chapter to this): that
+    line's place, at its indentation, takes the rest of the solution's definition, between
+    ``### BEGIN SOLUTION`` and ``### END SOLUTION``. What the solution runs after the definition
+    (a demonstration: an example's output, tx's own version) is not part of the answer and is
+    left out; it could show the answer.
+    """
+    lines = stub.rstrip().split("\n")
+    if lines[-1].strip() != "raise NotImplementedError":
+        raise ValueError(f"a stub must end in `raise NotImplementedError`; this one ends in {lines[-1]!r}")
+    head = lines[:-1]
+    indent = lines[-1][: len(lines[-1]) - len(lines[-1].lstrip())]
+    solution_lines = solution.rstrip().split("\n")
+    if solution_lines[: len(head)] != head:
+        raise ValueError("a solution must begin with its stub, less `raise NotImplementedError`: this one "
+                         f"begins {solution_lines[: len(head)]!r}, the stub {head!r}")
+    rest = solution_lines[len(head):]
+    if indent:  # the body of the stub's definition: up to the first line back at column 0
+        end = next((i for i, line in enumerate(rest) if line.strip() and not line[0].isspace()), len(rest))
+        rest = rest[:end]
+    while rest and not rest[-1].strip():
+        rest.pop()
+    return "\n".join(head + [indent + BEGIN] + rest + [indent + END])
+
+
+class _Names(ast.NodeVisitor):
+    """The names a cell defines, and those it uses that it does not define itself."""
+
+    def __init__(self, code: str) -> None:
+        self.defined: set[str] = set()
+        self.used: set[str] = set()
+        code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
+        self.visit(ast.parse(code))
+        self.free = self.used - self.defined - set(dir(builtins))
+
+    def visit_Name(self, node: ast.Name) -> None:
+        (self.defined if isinstance(node.ctx, (ast.Store, ast.Del)) else self.used).add(node.id)
+
+    def _define(self, node: Any) -> None:
+        self.defined.add(node.name)
+        self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _define
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self.defined.add(node.arg)
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for alias in node.names:
+            self.defined.add((alias.asname or alias.name).split(".")[0])
+
+    visit_ImportFrom = visit_Import
+
+
+def _needed_cells(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[int]:
+    """Indices of the code cells of ``before`` that the code cells of ``after`` need, with the first.
+
+    The first code cell is the chapter's set-up (imports, seed, figure style); any other is
+    needed when it defines a name that a cell of ``after``, or a needed cell, uses and does
+    not define itself.
+    """
+    code = [(i, _Names(_source(c))) for i, c in enumerate(before) if c["cell_type"] == "code"]
+    if not code:
+        return []
+    chosen = {code[0][0]}
+    wanted: set[str] = set(code[0][1].free)
+    defined_after: set[str] = set()
+    for cell in after:
+        if cell["cell_type"] == "code":
+            names = _Names(_source(cell))
+            wanted |= names.free - defined_after
+            defined_after |= names.defined
+    seen: set[str] = set()
+    while wanted - seen:
+        name = (wanted - seen).pop()
+        seen.add(name)
+        for i, names in code:
+            if name in names.defined and i not in chosen:
+                chosen.add(i)
+                wanted |= names.free
+    return sorted(chosen)
+
+
+def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, points: int = 0) -> dict[str, Any]:
+    meta: dict[str, Any] = {"grade": grade, "grade_id": grade_id, "locked": not solution, "schema_version": 3,
+                            "solution": solution, "task": False}
+    if grade:
+        meta["points"] = points
+    return meta
+
+
+def _title(notebook: dict[str, Any]) -> str:
+    for cell in notebook["cells"]:
+        heading = re.search(r"^#\s+(.+)$", _source(cell), re.M) if cell["cell_type"] == "markdown" else None
+        if heading:
+            return re.sub(r"^\d+\.?\s+", "", heading.group(1).strip())
+    return "exercises"
+
+
+def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]],
+                    name: str) -> dict[str, Any] | None:
+    """The nbgrader source notebook of one chapter (``name``, its file name), or None if it has no exercises."""
+    cells = [json.loads(json.dumps(c)) for c in notebook["cells"]]
+    start = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                  and re.search(r"^## Exercises\b", _source(c), re.M | re.I)), None)
+    stubs = [i for i, c in enumerate(cells) if "stub" in c.get("metadata", {}).get("tags", [])]
+    if start is None or not stubs:
+        return None
+    labels: dict[int, str] = {}
+    label = None
+    for i, cell in enumerate(cells):
+        text = _source(cell)
+        if cell["cell_type"] == "markdown" and re.search(r"^[`:]{3,}\{exercise\}", text, re.M):
+            found = re.search(r"^:label:[ \t]*(\S+)", text, re.M)
+            label = found.group(1) if found else f"{assignment_id(name)}-exercise-{len(set(labels.values())) + 1}"
+        labels[i] = label or assignment_id(name)
+    for i in stubs:
+        solution = next(j for j in range(i + 1, len(cells)) if "solution" in cells[j]["metadata"].get("tags", []))
+        try:
+            cells[i]["source"] = answer_source(_source(cells[i]), _source(cells[solution]))
+        except ValueError as error:
+            raise ValueError(f"{name}, cell {i + 1}: {error}") from None
+    exercises = cells[start:]
+    # The Exercises heading may close a longer cell (the Summary's): the assignment starts at the heading.
+    head = exercises[0]
+    head["source"] = _source(head)[re.search(r"^## Exercises\b", _source(head), re.M | re.I).start():]
+    kept = [cells[i] for i in _needed_cells(cells[:start], [c for c in exercises if "solution" not in
+                                                           c.get("metadata", {}).get("tags", [])])]
+    ids = {id(c): i for i, c in enumerate(cells)}
+    chapter = int(name[:2]) if name[:2].isdigit() else None
+    number = str(chapter) if chapter is not None else name.split("_")[0]
+    title = {"cell_type": "markdown", "id": "tx-course-title", "metadata": {},
+             "source": TITLE.format(number=number, title=_title(notebook), points=POINTS,
+                                    s="" if POINTS == 1 else "s")}
+    original = {**notebook, "cells": [title] + kept + exercises}
+    where = {id(c): labels.get(ids.get(id(c), -1)) for c in original["cells"]}
+    learner = learner_notebook(original, equations, cites, chapter)
+    # learner_notebook copies cells in order, drops the solutions and adds its set-up cell: match them up again.
+    sources = [c for c in original["cells"] if not is_solution_cell(c)]
+    out, k, n = [], 0, 0
+    for cell in learner["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.get("id") == "tx-learner-setup":
+            cell["source"] = SETUP_CELL
+            cell["id"] = "tx-course-setup"
+            cell["metadata"]["nbgrader"] = _nbgrader("setup")
+            out.append(cell)
+            continue
+        exercise = where[id(sources[k])]
+        k += 1
+        n += 1
+        if "stub" in tags:
+            cell["metadata"]["nbgrader"] = _nbgrader(f"{exercise}-answer", solution=True)
+        elif "check" in tags:
+            cell["metadata"]["nbgrader"] = _nbgrader(f"{exercise}-check", grade=True, points=POINTS)
+        else:
+            cell["metadata"]["nbgrader"] = _nbgrader(f"cell-{n}")
+        out.append(cell)
+    return {**learner, "cells": out}
+
+
+def course_files(chapters: str | Path = CHAPTERS, only: list[str] | None = None,
+                 skipped: list[str] | None = None) -> dict[str, bytes]:
+    """``{path in the course folder: contents}``: the config, the README and every assignment's notebook.
+
+    ``only`` names assignments (``["ch03"]``) to write, of all by default; the names of
+    chapters without exercises are appended to ``skipped``.
+    """
+    chapters = Path(chapters).resolve()
+    sources = sorted(chapters.glob("*.ipynb"))
+    if not sources:
+        raise FileNotFoundError(f"no notebooks in {chapters}: pass --chapters with the book's chapters folder.")
+    if only:
+        unknown = sorted(set(only) - {assignment_id(p) for p in sources})
+        if unknown:
+            raise ValueError(f"no chapter for assignment {', '.join(unknown)}: the assignments are "
+                             f"{', '.join(assignment_id(p) for p in sources)}.")
+        sources = [p for p in sources if assignment_id(p) in only]
+    equations, cites = equation_numbers(chapters), citations(chapters.parent / "references.bib")
+    files: dict[str, bytes] = {}
+    for path in sources:
+        notebook = course_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites, path.name)
+        if notebook is None:
+            if skipped is not None:
+                skipped.append(path.name)
+            continue
+        files[f"source/{assignment_id(path)}/{path.name}"] = \
+            (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    assignments = [Path(name).parent.name for name in files]
+    listed = ", ".join(f"`{a}`" for a in assignments) if assignments else "none"
+    return {"nbgrader_config.py": CONFIG.encode("utf-8"),
+            "README.md": README.format(assignments=listed, points=POINTS, s="" if POINTS == 1 else "s").encode(),
+            **files}
+
+
+def write_course(out_dir: str | Path, chapters: str | Path = CHAPTERS, only: list[str] | None = None,
+                 force: bool = False) -> tuple[Written, list[str]]:
+    """Write (or update) the course in ``out_dir``; return what was written and kept, and the chapters skipped."""
+    chapters, out_dir = Path(chapters).resolve(), Path(out_dir).resolve()
+    if out_dir == chapters or chapters in out_dir.parents:
+        raise ValueError(f"{out_dir} is inside the chapters folder: choose another OUTDIR.")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"{out_dir} is a file, not a folder: choose a folder for the course.")
+    skipped: list[str] = []
+    files = course_files(chapters, only, skipped)
+    return write_keeping(out_dir, files, MANIFEST, force), skipped
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m tx.exercises course") -> None:
+    """``python -m tx.exercises course OUTDIR [--only ch03 ...] [--force] [--check]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=prog, description="Write the book's exercises as an nbgrader course "
+                                     "(files you changed are kept unless you give --force).")
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--chapters", type=Path, default=CHAPTERS)
+    parser.add_argument("--only", nargs="+", metavar="ASSIGNMENT", help="these assignments only (e.g. ch03 a1)")
+    parser.add_argument("--force", action="store_true", help="overwrite files even if you changed them")
+    parser.add_argument("--check", action="store_true",
+                        help="then grade the solutions and the unsolved release with nbgrader, in a scratch copy")
+    args = parser.parse_args(argv)
+    try:
+        done, skipped = write_course(args.out_dir, args.chapters, args.only, force=args.force)
+    except (ValueError, FileNotFoundError) as error:
+        parser.exit(2, f"{prog}: {error}\n")
+    for name in skipped:
+        print(f"skipped {name}: it has no exercises")
+    print(f"wrote {len(done.written)} files of the course to {args.out_dir}")
+    if done.kept:
+        names = [p.relative_to(Path(args.out_dir).resolve()).as_posix() for p in done.kept]
+        lines = [f"kept {name}: {done.why.get(name, 'you changed it')}" for name in names]
+        print("\n".join(lines) + "\nYour edits in them are safe. To replace them with the book's current "
+              "version (your edits are lost), move them away or run again with --force.", file=sys.stderr)
+    if not args.check:
+        return
+    sys.stdout.flush()
+    try:
+        scores = check_course(args.out_dir, args.only)
+    except (ValueError, RuntimeError) as error:
+        parser.exit(1, f"{prog} --check: {error}\n")
+    print(report(scores))
+    wrong = [a for a, s in scores.items() if not (s.full_marks and s.zero)]
+    if wrong:
+        details = []
+        for a in wrong:
+            s = scores[a]
+            lost = [g for g in s.max_points if s.solved.get(g) != s.max_points[g]]
+            given = [g for g in s.max_points if s.unsolved.get(g)]
+            details.append(f"{a}: the solutions lost points on {', '.join(lost) or 'nothing'}; the unsolved "
+                           f"release scored on {', '.join(given) or 'nothing'}")
+        parser.exit(1, "the course does not grade as it should:\n" + "\n".join(details) + "\n")
+    print("every assignment grades as it should: its solutions get full marks and its unsolved release zero")
