@@ -39,7 +39,7 @@ LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
 .PHONY: book test unit book-once site-after-book unit-once lab-after-unit zip-after-book live-after-book notebooks lab clean vendor \
-	chromium site-test zip-test lab-test live-models serve lock
+	chromium site-test zip-test lab-test live-models serve lock course
 
 # The environment is locked: requirements.lock holds every package's exact version and
 # SHA-256 (generated from requirements.txt by `make lock`), for Linux x86-64 and Python 3.11,
@@ -249,6 +249,13 @@ site-test: $(STAMP) chromium
 ## Run it after changing a chapter: `make test` runs three chapters there (LAB_ARGS="-m lab_sample").
 lab-test: $(STAMP) chromium
 	$(PARALLEL) $(BIN)/pytest tests/lab -n $(WORKERS) -q $(LAB_ARGS)
+
+## course: the exercises as an nbgrader course for teachers, in course/ (teachers.md), then
+## checked by nbgrader: it grades the solutions (full marks) and the unsolved release (zero)
+## of every assignment in a scratch copy and prints both. Running it again keeps your edits.
+COURSE_DIR ?= course
+course: $(STAMP)
+	$(PARALLEL) $(BIN)/python -m tx.exercises course $(COURSE_DIR) --check
 
 ## lab: JupyterLab on the learner edition in workbook/, in the same environment as the tests.
 ## The committed chapters are never opened, so JupyterLab's autosave cannot write into them;
