@@ -127,6 +127,21 @@ def test_command_line_trains_cased_subwords_and_names_the_comparison(trained):
     assert ck.src_vocab != SubwordVocab.train([fr for fr, _ in split.train + split.test], 80)
 
 
+def test_shared_vocab_ties_the_embeddings_and_stores_one_vocabulary(tmp_path):
+    corpus, out = write_tsv(tmp_path / "corpus.tsv"), tmp_path / "shared.safetensors"
+    done = run_cli("tx.train", "--tsv", str(corpus), "--out", str(out), "--steps", "2", "--vocab-size", "120",
+                   "--shared-vocab")
+    assert done.returncode == 0, done.stderr
+    ck = tx.checkpoint.load(out)
+    assert ck.model.config.share_embeddings and ck.src_vocab == ck.tgt_vocab and len(ck.src_vocab) == 120 + 256
+    model = ck.model
+    # one matrix, read by both sides and the output layer
+    assert model.src_embed.token.weight is model.tgt_embed.token.weight is model.generator.weight
+    assert "shared by both languages" in tx.checkpoint.read_metadata(out)["info"]["vocab"]
+    split = data.split_corpus(data.load_parallel_tsv(corpus))
+    assert ck.src_vocab == SubwordVocab.train([s for pair in split.train for s in pair], 120, byte_fallback=True)
+
+
 def test_resume_continues_the_steps_and_records_them(trained):
     _, out, _, second = trained
     assert second.returncode == 0, second.stderr

@@ -1,4 +1,5 @@
 import json
+import types
 
 import pytest
 import torch
@@ -38,6 +39,32 @@ def test_an_unseen_word_is_spelled_in_pieces_not_unk(vocab):
 
 def test_an_unseen_character_is_unk_and_stays_visible(vocab):
     assert vocab.decode(vocab.encode("Who won ☃")).endswith(tx.data.UNK)
+
+
+def test_with_byte_fallback_no_input_is_unk_and_every_character_comes_back():
+    fallback = SubwordVocab.train(ENGLISH, vocab_size=80, min_frequency=1, byte_fallback=True)
+    plain = SubwordVocab.train(ENGLISH, vocab_size=80, min_frequency=1)
+    assert len(fallback) == len(plain) + 256  # the same pieces, then one a byte
+    assert fallback.tokens(range(len(plain))) == plain.tokens(range(len(plain)))
+    for text in ["Who won ☃?", "Zoë a 25 ans, Ωmega « oui »", "Pierre et Jean."]:
+        ids = fallback.encode(text)
+        assert tx.data.UNK_ID not in ids
+        assert fallback.decode(ids) == text
+    # an unseen character is its UTF-8 bytes: the snowman is three
+    assert fallback.pieces("☃") == ["▁", "<0xE2>", "<0x98>", "<0x83>"]
+    # and it survives a checkpoint's dict
+    assert SubwordVocab.from_dict(fallback.to_dict()) == fallback
+
+
+def test_one_vocabulary_for_both_languages_is_learned_from_both():
+    pairs = [(f"Tom a gagné la course {i} .", f"Tom won the race {i} .") for i in range(40)]
+    corpus = types.SimpleNamespace(train=pairs, valid=pairs[:2], test=pairs[:2])  # what it reads of a corpus
+    src, tgt = tx.data.subword_vocabs(corpus, vocab_size=60, shared=True)
+    assert src is tgt
+    assert "▁gagné" in src and "▁won" in src and "▁Tom" in src
+    assert tx.data.UNK_ID not in src.encode("Jérôme ☃")  # byte fallback
+    separate = tx.data.subword_vocabs(corpus, vocab_size=60)
+    assert separate[0] is not separate[1] and "▁won" not in separate[0]
 
 
 def test_white_space_is_normalised_the_same_way_on_both_sides(vocab):

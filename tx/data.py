@@ -331,13 +331,21 @@ def _check_tsv_pair(pair: Pair, where: str, max_tokens: int | None) -> None:
             )
 
 
-def subword_vocabs(corpus: ParallelCorpus, vocab_size: int = 4000) -> tuple[SubwordVocab, SubwordVocab]:
+def subword_vocabs(corpus: ParallelCorpus, vocab_size: int = 4000,
+                   shared: bool = False) -> tuple[SubwordVocab, SubwordVocab]:
     """Cased BPE vocabularies (French, English) learned from ``corpus.train`` alone, every split checked to fit.
 
+    With ``shared``, one vocabulary of ``vocab_size`` pieces learned from both languages and
+    returned twice, with byte fallback (no input is <unk>): the paper's design (section 3.4),
+    which lets the model tie its embeddings and copy a name or a number piece by piece.
     What ``python -m tx.train --tsv`` trains with; ``bench/real_corpus.py`` uses it too.
     """
-    src_vocab = SubwordVocab.train([fr for fr, _ in corpus.train], vocab_size)
-    tgt_vocab = SubwordVocab.train([en for _, en in corpus.train], vocab_size)
+    if shared:
+        src_vocab = tgt_vocab = SubwordVocab.train([s for pair in corpus.train for s in pair], vocab_size,
+                                                   byte_fallback=True)
+    else:
+        src_vocab = SubwordVocab.train([fr for fr, _ in corpus.train], vocab_size)
+        tgt_vocab = SubwordVocab.train([en for _, en in corpus.train], vocab_size)
     for split in ("train", "valid", "test"):  # in pieces now: a long word may need many
         check_lengths(getattr(corpus, split), TransformerConfig.real(4, 4).max_len, split, src_vocab, tgt_vocab)
     return src_vocab, tgt_vocab

@@ -58,12 +58,15 @@ class SubwordVocab:
         self._json = self._tok.to_str()
 
     @classmethod
-    def train(cls, sentences: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2) -> SubwordVocab:
+    def train(cls, sentences: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2,
+              byte_fallback: bool = False) -> SubwordVocab:
         """Learn BPE merges from ``sentences`` (a training split only) until ``vocab_size`` pieces; case kept.
 
         Text is NFC-normalised with runs of white space made one space, split at spaces (a piece that starts a word carries "▁") and
         before and after punctuation, then merged. Characters seen fewer than ``min_frequency``
-        times are left out and later encode as <unk>.
+        times are left out and later encode as <unk>; with ``byte_fallback``, 256 more pieces,
+        ``<0x00>`` to ``<0xFF>``, spell such a character as its UTF-8 bytes instead, so that no
+        input becomes <unk> (as Llama's and other byte-fallback BPE vocabularies do).
         """
         from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
@@ -82,7 +85,16 @@ class SubwordVocab:
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
                                       special_tokens=list(SPECIALS), show_progress=False)
         tok.train_from_iterator(sentences, trainer)
-        return cls(tok.to_str())
+        if not byte_fallback:
+            return cls(tok.to_str())
+        spec = json.loads(tok.to_str())
+        vocab = spec["model"]["vocab"]
+        for byte in range(256):  # after the learned pieces: the specials keep ids 0-3
+            vocab.setdefault(f"<0x{byte:02X}>", len(vocab))
+        spec["model"]["byte_fallback"] = True
+        # bytes back into characters first, then "▁" back into spaces
+        spec["decoder"] = {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, spec["decoder"]]}
+        return cls(json.dumps(spec))
 
     def __len__(self) -> int:
         """Number of pieces, specials included (V)."""
@@ -107,7 +119,8 @@ class SubwordVocab:
         return self._tok.encode(_check_text(text), add_special_tokens=False).tokens
 
     def encode(self, text: str, add_bos: bool = True, add_eos: bool = True) -> list[int]:
-        """Text -> ids [T], optionally framed by BOS ... EOS; characters never seen in training -> UNK_ID."""
+        """Text -> ids [T], optionally framed by BOS ... EOS; characters never seen in training -> UNK_ID
+        (or, with byte fallback, their UTF-8 bytes)."""
         ids = self._tok.encode(_check_text(text), add_special_tokens=False).ids
         return [BOS_ID] * add_bos + ids + [EOS_ID] * add_eos
 

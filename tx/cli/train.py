@@ -65,7 +65,10 @@ def _add_real_corpus_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minutes", type=float, help="stop after this many minutes of training (default with "
                         f"--tsv: {TrainConfig.real().minutes:g}; the steps still cap it)")
     parser.add_argument("--resume", action="store_true", help="--tsv: continue the run whose checkpoint is --out")
-    parser.add_argument("--vocab-size", type=int, default=4000, help="--tsv: BPE pieces per language (default 4000)")
+    parser.add_argument("--vocab-size", type=int, default=4000, help="--tsv: BPE pieces per language (default 4000), "
+                        "or in all with --shared-vocab")
+    parser.add_argument("--shared-vocab", action="store_true", help="--tsv: one BPE vocabulary for both languages, "
+                        "with byte fallback, and the embeddings and output layer tied (the paper's section 3.4)")
     parser.add_argument("--credit", default="", help="--tsv: the corpus's source and licence, kept in the checkpoint")
 
 
@@ -177,16 +180,19 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: 
             model, src_vocab, tgt_vocab = ck.model, ck.src_vocab, ck.tgt_vocab
             credit = credit or ck.info.get("credit", "")
         else:  # learned once, by rank 0, so every process has the same pieces
-            src_vocab, tgt_vocab = parallel.broadcast_object(data.subword_vocabs(corpus, args.vocab_size)
+            src_vocab, tgt_vocab = parallel.broadcast_object(data.subword_vocabs(corpus, args.vocab_size, args.shared_vocab)
                                                           if world.rank == 0 else None)
     except (ValueError, TypeError, OSError) as e:
         parser.error(str(e))
     if model is None:
         torch.manual_seed(args.seed)
-        cfg = TransformerConfig.real(len(src_vocab), len(tgt_vocab), norm_first=args.norm_first)
+        cfg = TransformerConfig.real(len(src_vocab), len(tgt_vocab), norm_first=args.norm_first,
+                                     share_embeddings=src_vocab is tgt_vocab)
         model = Transformer.from_config(cfg).to(device())
     run = {"tsv": args.tsv.name, "tsv_sha256": digest, "credit": credit, "seed": args.seed, "world_size": world.size,
-           "vocab": f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} + {len(tgt_vocab)} pieces",
+           "vocab": (f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} pieces shared by both languages, "
+                     "byte fallback, tied embeddings" if src_vocab is tgt_vocab else
+                     f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} + {len(tgt_vocab)} pieces"),
            "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")}}
 
     def save(state: TrainState) -> None:
