@@ -24,6 +24,14 @@ the same measure on all of them:
 
     python bench/real_corpus.py --measure tx/checkpoints/fr_en_real.safetensors
 
+``--record-vocabularies CHECKPOINT TWO SHARED`` stores in the checkpoint's metadata
+("vocabularies_compared") what two ``python -m tx.train --tsv`` runs of the same minutes
+reached, one as the checkpoint was trained and one with ``--shared-vocab``, trained side by
+side; chapter 12 reads it:
+
+    python bench/real_corpus.py --record-vocabularies tx/checkpoints/fr_en_real.safetensors \
+        runs/fr_en_two.safetensors runs/fr_en_shared.safetensors
+
 The minutes are training time (validation included), on however many threads torch uses;
 learning the BPE vocabularies and the final measurements come on top.
 """
@@ -57,7 +65,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--measure", type=Path, metavar="CHECKPOINT",
                         help="train nothing: measure this checkpoint on its held-out split and store the figures in it")
+    parser.add_argument("--record-vocabularies", type=Path, nargs=3, metavar=("CHECKPOINT", "TWO", "SHARED"),
+                        help="train nothing: store in CHECKPOINT's metadata the figures of two runs of the same "
+                             "minutes, TWO with a vocabulary a language and SHARED with --shared-vocab")
     args = parser.parse_args()
+    if args.record_vocabularies:
+        return record_vocabularies(*args.record_vocabularies)
     if not args.tsv.is_file():
         parser.error(f"no corpus at {args.tsv}; give one with --tsv (Tatoeba's English<TAB>French layout).")
     if args.measure:
@@ -215,6 +228,44 @@ def measure(path: Path, tsv: Path, beam: int) -> None:
     tx.checkpoint.save(path, ck.model, ck.src_vocab, ck.tgt_vocab, info)
     assert tensor_sha256(path) == before, "rewriting the metadata changed the tensors"
     print(json.dumps({k: info[k] for k in ("subwords", "test_beam", "robustness", "deduplicated")}, indent=1))
+
+
+# Chapter 12's sentences with a name or a number, and what the English must contain (the chapter checks it
+# holds the same list).
+NAMES = [
+    ("Je m'appelle Jean.", "Jean"), ("Pierre a perdu son portefeuille.", "Pierre"), ("Nous habitons à Lyon.", "Lyon"),
+    ("Tom est à Paris.", "Paris"), ("Il a 25 ans.", "25"), ("Il y a 14 élèves dans la classe.", "14"),
+    ("J'ai 37 chats.", "37"), ("Nous sommes en 2024.", "2024"),
+]
+
+
+def record_vocabularies(path: Path, two: Path, shared: Path) -> None:
+    """Store, in ``path``'s metadata (tensors untouched), what two runs of the same minutes reached: one with a
+    BPE vocabulary a language, one with ``python -m tx.train --shared-vocab`` (the paper's design: one vocabulary,
+    byte fallback, tied embeddings). Both must come from ``path``'s corpus, split and seed, trained side by side.
+    """
+    ck = tx.checkpoint.load(path)
+    info = dict(ck.info)
+    runs = {}
+    for name, run in (("two", two), ("shared", shared)):
+        other = tx.checkpoint.load(run)
+        if (other.info.get("tsv_sha256"), other.info.get("seed")) != (info["tsv_sha256"], info["seed"]):
+            raise SystemExit(f"{run} was not trained on {path}'s corpus and seed: its test split is another.")
+        runs[name] = {"vocab": other.info["vocab"], "pieces": len(other.src_vocab) + (0 if name == "shared" else
+                                                                                       len(other.tgt_vocab)),
+                      "parameters": sum(p.numel() for p in other.model.parameters()),
+                      "steps": other.info["step"], "train_seconds": other.info["train_seconds"],
+                      "bleu": other.info["test"]["bleu"], "exact_match": other.info["test"]["exact_match"]}
+        english = tx.evaluate.translate(other.model, [fr for fr, _ in NAMES], other.src_vocab, other.tgt_vocab)
+        runs[name]["names_copied"] = sum(key in re.findall(r"\w+", en) for (_, key), en in zip(NAMES, english))
+        if (name == "shared") != other.model.config.share_embeddings:
+            raise SystemExit(f"{run} is {'not ' if name == 'shared' else ''}a --shared-vocab run; give TWO, then SHARED.")
+    info["vocabularies_compared"] = {"how": "side by side on one machine, one thread each, the same --minutes",
+                                     "names": NAMES, **runs}
+    before = tensor_sha256(path)
+    tx.checkpoint.save(path, ck.model, ck.src_vocab, ck.tgt_vocab, info)
+    assert tensor_sha256(path) == before, "rewriting the metadata changed the tensors"
+    print(json.dumps(info["vocabularies_compared"], indent=1))
 
 
 if __name__ == "__main__":
