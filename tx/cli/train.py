@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .. import checkpoint, data, evaluate, parallel, train
+from .. import checkpoint, copying, data, evaluate, parallel, train
 from .. import device  # CUDA when there is a GPU, else the CPU
 from ..checkpoint import check_writable
 from ..config import TransformerConfig
@@ -67,6 +67,9 @@ def _add_real_corpus_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="--tsv: continue the run whose checkpoint is --out")
     parser.add_argument("--vocab-size", type=int, default=4000, help="--tsv: BPE pieces per language (default 4000), "
                         "or in all with --shared-vocab")
+    parser.add_argument("--copy-pairs", type=int, default=0, help="--tsv: add this many copies of each training "
+                        "pair that holds a name or number on both sides, each with it swapped for another "
+                        "(tx.copying), so the model learns to copy them")
     parser.add_argument("--shared-vocab", action="store_true", help="--tsv: one BPE vocabulary for both languages, "
                         "with byte fallback, and the embeddings and output layer tied (the paper's section 3.4)")
     parser.add_argument("--credit", default="", help="--tsv: the corpus's source and licence, kept in the checkpoint")
@@ -193,7 +196,8 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: 
            "vocab": (f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} pieces shared by both languages, "
                      "byte fallback, tied embeddings" if src_vocab is tgt_vocab else
                      f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} + {len(tgt_vocab)} pieces"),
-           "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")}}
+           "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")},
+           "copy_pairs": args.copy_pairs}
 
     def save(state: TrainState) -> None:
         checkpoint.save(args.out, model, src_vocab, tgt_vocab, info=run | {"step": state.step,
@@ -201,7 +205,13 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: 
         save_state(state_path(args.out), state)
 
     try:
-        history = train.fit(model, corpus.train, corpus.valid, src_vocab, tgt_vocab, tcfg, resume=resume, save=save)
+        # the vocabularies above come from the corpus's own pairs; the copies only add examples to learn from
+        def fits(pair: tuple[str, str]) -> bool:  # as check_lengths counts: the pieces and one special
+            return max(len(src_vocab.encode(pair[0], False, False)),
+                       len(tgt_vocab.encode(pair[1], False, False))) + 1 <= model.config.max_len
+
+        pairs = copying.with_copies(corpus.train, args.copy_pairs, args.seed, fits) if args.copy_pairs else corpus.train
+        history = train.fit(model, pairs, corpus.valid, src_vocab, tgt_vocab, tcfg, resume=resume, save=save)
     except FloatingPointError as e:
         raise SystemExit(f"python -m tx.train: error: {e} The last checkpoint in {args.out} is kept; --resume continues it.") from None
     if world.rank != 0:

@@ -1,0 +1,43 @@
+"""tx.copying: training pairs that teach copying names and numbers."""
+
+import pytest
+
+from tx.copying import shared_words, with_copies
+
+PAIRS = [
+    ("Tom a 25 ans.", "Tom is 25."),
+    ("Je vis à Lyon.", "I live in Lyon."),
+    ("Bonjour.", "Hello."),
+    ("Zoé a 3 chats.", "Zoé has 3 cats."),
+    ("Je m'appelle Jean.", "My name is John."),  # translated, not copied: nothing shared
+]
+
+
+def test_shared_words_are_numbers_and_names_written_the_same_on_both_sides():
+    assert shared_words(PAIRS[0]) == ["Tom", "25"]
+    assert shared_words(PAIRS[3]) == ["Zoé", "3"]  # accented capitals count
+    assert shared_words(PAIRS[2]) == [] and shared_words(PAIRS[4]) == []
+    # "Je" and "I" open the sentences but are not the same word
+    assert shared_words(("Je suis Tom.", "I am Tom.")) == ["Tom"]
+
+
+def test_each_copy_swaps_the_shared_words_on_both_sides_alike():
+    out = with_copies(PAIRS, copies=3, seed=1)
+    assert out[: len(PAIRS)] == PAIRS  # the corpus first, unchanged
+    new = out[len(PAIRS):]
+    assert len(new) == 3 * 3  # three pairs share a word, three copies each
+    for french, english in new:
+        words = shared_words((french, english))
+        assert words, (french, english)  # what was swapped in is still shared
+        assert not {"Tom", "Lyon", "Zoé"} & set(words)
+    numbers = [w for pair in new for w in shared_words(pair) if w.isdigit()]
+    assert len(set(numbers)) > 1 and all(1 <= len(n) <= 4 for n in numbers)
+
+
+def test_copies_are_seeded_and_can_be_filtered():
+    assert with_copies(PAIRS, 2, seed=0) == with_copies(PAIRS, 2, seed=0) != with_copies(PAIRS, 2, seed=1)
+    short = with_copies(PAIRS, 2, seed=0, fits=lambda pair: len(pair[0]) < 14)
+    assert all(len(fr) < 14 for fr, _ in short[len(PAIRS):])
+    assert with_copies(PAIRS, 0) == PAIRS
+    with pytest.raises(ValueError, match="copies must be at least 0"):
+        with_copies(PAIRS, -1)

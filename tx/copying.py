@@ -1,0 +1,67 @@
+"""Training pairs that teach a translator to copy what it should not translate: names and numbers.
+
+A name or a number is written the same in French and in English, so a translator should
+copy it, piece by piece if it is spelled in several. A corpus holds few examples of each
+one (Tatoeba's names are mostly a handful of characters), so a model learns the frequent
+ones as words and mangles the rest: "Il a 25 ans." comes out as "He is 250."
+:func:`with_copies` adds to the training pairs copies of the pairs that hold the same
+number or capitalised word on both sides, with that word or number replaced, on both sides,
+by another: a number by a random one of one to four digits, a name by a made-up one of two
+or three syllables, as new to the model as a reader's own.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+
+from .tokens import Pair
+
+__all__ = ["shared_words", "with_copies"]
+
+_NUMBER_OR_NAME = re.compile(r"\b(?:\d+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)\b")
+_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+
+
+def shared_words(pair: Pair) -> list[str]:
+    """The numbers and capitalised words written the same in both sentences of ``pair``, in order."""
+    french, english = pair
+    in_english = set(_NUMBER_OR_NAME.findall(english))
+    seen: list[str] = []
+    for word in _NUMBER_OR_NAME.findall(french):
+        if word in in_english and word not in seen:
+            seen.append(word)
+    return seen
+
+
+def _replacement(word: str, rng: random.Random) -> str:
+    if word.isdigit():
+        digits = rng.randint(1, 4)
+        return str(rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10 ** digits))
+    name = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 3)))
+    return name.capitalize()
+
+
+def with_copies(pairs: Sequence[Pair], copies: int = 1, seed: int = 0,
+                fits: Callable[[Pair], bool] | None = None) -> list[Pair]:
+    """``pairs``, then ``copies`` new pairs for each pair holding a shared number or name, with
+    each such word replaced on both sides by another (numbers by numbers, names by made-up
+    names). Seeded: the same arguments give the same pairs. A new pair for which ``fits``
+    returns False (one too long for the model, say) is left out.
+    """
+    if copies < 0:
+        raise ValueError(f"copies must be at least 0, got {copies}.")
+    rng = random.Random(seed)
+    out = list(pairs)
+    for french, english in pairs:
+        words = shared_words((french, english))
+        for _ in range(copies if words else 0):
+            new_fr, new_en = french, english
+            for word in words:
+                other = _replacement(word, rng)
+                pattern = re.compile(rf"\b{re.escape(word)}\b")
+                new_fr, new_en = pattern.sub(other, new_fr), pattern.sub(other, new_en)
+            if fits is None or fits((new_fr, new_en)):
+                out.append((new_fr, new_en))
+    return out
