@@ -142,6 +142,13 @@ def test_shared_vocab_ties_the_embeddings_and_stores_one_vocabulary(tmp_path):
     assert ck.src_vocab == SubwordVocab.train([s for pair in split.train for s in pair], 120, byte_fallback=True)
 
 
+def test_a_negative_copy_count_is_refused_before_any_training(tmp_path):
+    corpus = write_tsv(tmp_path / "corpus.tsv")
+    done = run_cli("tx.train", "--tsv", str(corpus), "--out", str(tmp_path / "m.safetensors"), "--copy-pairs", "-1")
+    assert done.returncode == 2 and "--copy-pairs must be 0 or more" in done.stderr
+    assert not (tmp_path / "m.safetensors").exists()
+
+
 def test_resume_continues_the_steps_and_records_them(trained):
     _, out, _, second = trained
     assert second.returncode == 0, second.stderr

@@ -167,6 +167,9 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: 
         tcfg = _check_args(args)
         if args.vocab_size < 5:
             raise ValueError(f"--vocab-size must be at least 5 (four specials and a piece), got {args.vocab_size}.")
+        if args.copy_pairs < 0:
+            raise ValueError(f"--copy-pairs must be 0 or more (copies of each pair with a name or number), "
+                             f"got {args.copy_pairs}.")
         corpus = _load(args, TransformerConfig.real(4, 4).max_len)
         digest = _sha256(args.tsv)
         resume, model, credit = None, None, args.credit
