@@ -571,7 +571,7 @@ def test_api_page_documents_every_public_module(visits):
     from sitekit import BOOK
 
     modules = {f"tx.{p.stem}" for p in (BOOK / "tx").glob("*.py") if not p.stem.startswith("_")}
-    modules |= {"tx.exercises", "tx.exercises.learner"}
+    modules |= {"tx.exercises", "tx.exercises.learner", "tx.exercises.course", "tx.exercises.course_check"}
     page = visits("api").page
     ids = set(page.evaluate("() => [...document.querySelectorAll('[id^=\"module-\"]')].map(e => e.id)"))
     missing = sorted(m for m in modules if f"module-{m}" not in ids)
