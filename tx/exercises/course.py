@@ -38,13 +38,14 @@ from typing import Any
 
 from .course_check import BEGIN, END, check_course, report
 from .learner import CHAPTERS, Written, write_keeping
-from .learner_notebook import _source, citations, equation_numbers, is_solution_cell, learner_notebook
+from .learner_notebook import _source, citations, equation_numbers, learner_notebook
 
 __all__ = [
     "MANIFEST", "POINTS", "BEGIN", "END", "assignment_id", "answer_source", "course_notebook", "course_files",
     "write_course", "main",
 ]
 
+_LABEL = "tx_exercise"  # a cell's exercise label while course_notebook builds the notebook; never written out
 MANIFEST = ".tx-course.json"
 """The file, in the course folder, recording what each file was when this tool wrote it."""
 POINTS = 1
@@ -240,14 +241,16 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
     stubs = [i for i, c in enumerate(cells) if "stub" in c.get("metadata", {}).get("tags", [])]
     if start is None or not stubs:
         return None
-    labels: dict[int, str] = {}
-    label = None
-    for i, cell in enumerate(cells):
+    # Each cell carries its exercise's label through learner_notebook (which copies cells, metadata
+    # included, drops the solutions and adds its set-up cell); the grade ids are made from it below.
+    label, count = assignment_id(name), 0
+    for cell in cells:
         text = _source(cell)
         if cell["cell_type"] == "markdown" and re.search(r"^[`:]{3,}\{exercise\}", text, re.M):
+            count += 1
             found = re.search(r"^:label:[ \t]*(\S+)", text, re.M)
-            label = found.group(1) if found else f"{assignment_id(name)}-exercise-{len(set(labels.values())) + 1}"
-        labels[i] = label or assignment_id(name)
+            label = found.group(1) if found else f"{assignment_id(name)}-exercise-{count}"
+        cell.setdefault("metadata", {})[_LABEL] = label
     for i in stubs:
         solution = next(j for j in range(i + 1, len(cells)) if "solution" in cells[j]["metadata"].get("tags", []))
         try:
@@ -260,28 +263,22 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
     head["source"] = _source(head)[re.search(r"^## Exercises\b", _source(head), re.M | re.I).start():]
     kept = [cells[i] for i in _needed_cells(cells[:start], [c for c in exercises if "solution" not in
                                                            c.get("metadata", {}).get("tags", [])])]
-    ids = {id(c): i for i, c in enumerate(cells)}
     chapter = int(name[:2]) if name[:2].isdigit() else None
     number = str(chapter) if chapter is not None else name.split("_")[0]
     title = {"cell_type": "markdown", "id": "tx-course-title", "metadata": {},
              "source": TITLE.format(number=number, title=_title(notebook), points=POINTS,
                                     s="" if POINTS == 1 else "s")}
-    original = {**notebook, "cells": [title] + kept + exercises}
-    where = {id(c): labels.get(ids.get(id(c), -1)) for c in original["cells"]}
-    learner = learner_notebook(original, equations, cites, chapter)
-    # learner_notebook copies cells in order, drops the solutions and adds its set-up cell: match them up again.
-    sources = [c for c in original["cells"] if not is_solution_cell(c)]
-    out, k, n = [], 0, 0
+    learner = learner_notebook({**notebook, "cells": [title] + kept + exercises}, equations, cites, chapter)
+    out, n = [], 0  # n: the book's cells, counted from 1 (the set-up cell is the course's own)
     for cell in learner["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
+        exercise = cell["metadata"].pop(_LABEL, None)
         if cell.get("id") == "tx-learner-setup":
             cell["source"] = SETUP_CELL
             cell["id"] = "tx-course-setup"
             cell["metadata"]["nbgrader"] = _nbgrader("setup")
             out.append(cell)
             continue
-        exercise = where[id(sources[k])]
-        k += 1
         n += 1
         if "stub" in tags:
             cell["metadata"]["nbgrader"] = _nbgrader(f"{exercise}-answer", solution=True)
