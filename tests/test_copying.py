@@ -34,6 +34,30 @@ def test_each_copy_swaps_the_shared_words_on_both_sides_alike():
     assert len(set(numbers)) > 1 and all(1 <= len(n) <= 4 for n in numbers)
 
 
+def test_pairs_with_a_number_can_get_more_copies():
+    out = with_copies(PAIRS, copies=1, seed=0, number_copies=5)
+    new = out[len(PAIRS):]
+    # "Tom a 25 ans." and "Zoé a 3 chats." hold numbers: five copies each; "Je vis à Lyon.": one
+    assert len(new) == 5 + 1 + 5
+    assert sum(any(w.isdigit() for w in shared_words(pair)) for pair in new) == 10
+    only_numbers = with_copies(PAIRS, copies=0, seed=0, number_copies=2)[len(PAIRS):]
+    assert len(only_numbers) == 4 and all(any(w.isdigit() for w in shared_words(p)) for p in only_numbers)
+    with pytest.raises(ValueError, match="copies must be at least 0"):
+        with_copies(PAIRS, 1, number_copies=-1)
+
+
+def test_made_up_names_are_varied_and_cut_like_real_ones():
+    import random
+    from tx.copying import _replacement
+    rng = random.Random(0)
+    names = [_replacement("Tom", rng) for _ in range(2000)]
+    assert all(len(n) >= 3 and n[0].isupper() and n[1:].islower() for n in names)
+    assert len(set(names)) > 1800  # hardly a name twice
+    letters = set("".join(names).lower())
+    assert {"é", "y", "w", "x"} <= letters  # beyond consonant-vowel syllables
+    assert any(n.endswith(("n", "r", "lle")) for n in names)  # names may end in a consonant
+
+
 def test_copies_are_seeded_and_can_be_filtered():
     assert with_copies(PAIRS, 2, seed=0) == with_copies(PAIRS, 2, seed=0) != with_copies(PAIRS, 2, seed=1)
     short = with_copies(PAIRS, 2, seed=0, fits=lambda pair: len(pair[0]) < 14)

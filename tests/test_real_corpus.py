@@ -146,6 +146,8 @@ def test_a_negative_copy_count_is_refused_before_any_training(tmp_path):
     corpus = write_tsv(tmp_path / "corpus.tsv")
     done = run_cli("tx.train", "--tsv", str(corpus), "--out", str(tmp_path / "m.safetensors"), "--copy-pairs", "-1")
     assert done.returncode == 2 and "--copy-pairs must be 0 or more" in done.stderr
+    done = run_cli("tx.train", "--tsv", str(corpus), "--out", str(tmp_path / "m.safetensors"), "--copy-numbers", "-2")
+    assert done.returncode == 2 and "--copy-numbers must be 0 or more" in done.stderr and "got -2" in done.stderr
     assert not (tmp_path / "m.safetensors").exists()
 
 

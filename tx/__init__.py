@@ -39,13 +39,13 @@ __all__ = [
     "LanguageModelConfig", "LanguageModel", "LanguageModelCache", "generate",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
     "subwords", "translate", "export", "live", "vision", "generation", "lm_train", "scale",
-    "tokens", "parallel", "progress", "train_state", "cli", "near_duplicates",
+    "tokens", "parallel", "progress", "train_state", "cli", "near_duplicates", "copying",
 ]
 
 _LAZY = {
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises", "subwords", "translate",
     "export", "live", "lm_train", "scale", "tokens", "parallel", "progress", "train_state", "cli",
-    "near_duplicates", "vision",  # imports scikit-learn, only to load the digits
+    "near_duplicates", "copying", "vision",  # imports scikit-learn, only to load the digits
 }
 
 

@@ -6,8 +6,12 @@ one (Tatoeba's names are mostly a handful of characters), so a model learns the 
 ones as words and mangles the rest: "Il a 25 ans." comes out as "He is 250."
 :func:`with_copies` adds to the training pairs copies of the pairs that hold the same
 number or capitalised word on both sides, with that word or number replaced, on both sides,
-by another: a number by a random one of one to four digits, a name by a made-up one of two
-or three syllables, as new to the model as a reader's own.
+by another: a number by a random one of one to four digits, a name by a made-up one of one
+to three syllables, as new to the model as a reader's own. The syllables mix French and
+English spellings (clusters such as "br" and "ch", vowels such as "é" and "ou", endings
+such as "n" and "lle"), so the made-up names are cut into the same kinds of subword pieces
+as real ones. Numbers are rarer than names (Tatoeba's French-English pairs share about 46
+names for each number), so a pair holding a number can be given more copies.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from .tokens import Pair
 __all__ = ["shared_words", "with_copies"]
 
 _NUMBER_OR_NAME = re.compile(r"\b(?:\d+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)\b")
-_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+_ONSETS = ["", "", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
+           "z", "bl", "br", "ch", "cl", "dr", "fl", "gr", "ph", "pr", "sh", "st", "th", "tr"]
+_VOWELS = ["a", "a", "e", "e", "i", "o", "u", "y", "é", "è", "ai", "au", "ea", "ee", "eu", "ie", "oi", "ou"]
+_ENDINGS = ["", "", "c", "ck", "l", "lle", "m", "n", "n", "nd", "ne", "r", "rre", "rt", "s", "t", "tte", "x"]
 
 
 def shared_words(pair: Pair) -> list[str]:
@@ -39,24 +46,30 @@ def _replacement(word: str, rng: random.Random) -> str:
     if word.isdigit():
         digits = rng.randint(1, 4)
         return str(rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10 ** digits))
-    name = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 3)))
+    name = ""
+    while len(name) < 3:  # "A" or "Eu" would be too short to learn copying from
+        syllables = [rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(rng.randint(1, 3))]
+        name = "".join(syllables) + rng.choice(_ENDINGS)
     return name.capitalize()
 
 
 def with_copies(pairs: Sequence[Pair], copies: int = 1, seed: int = 0,
-                fits: Callable[[Pair], bool] | None = None) -> list[Pair]:
+                fits: Callable[[Pair], bool] | None = None, number_copies: int | None = None) -> list[Pair]:
     """``pairs``, then ``copies`` new pairs for each pair holding a shared number or name, with
     each such word replaced on both sides by another (numbers by numbers, names by made-up
-    names). Seeded: the same arguments give the same pairs. A new pair for which ``fits``
-    returns False (one too long for the model, say) is left out.
+    names); a pair holding a shared number gets ``number_copies`` instead (``copies`` if None).
+    Seeded: the same arguments give the same pairs. A new pair for which ``fits`` returns
+    False (one too long for the model, say) is left out.
     """
-    if copies < 0:
-        raise ValueError(f"copies must be at least 0, got {copies}.")
+    number_copies = copies if number_copies is None else number_copies
+    if copies < 0 or number_copies < 0:
+        raise ValueError(f"copies must be at least 0, got {min(copies, number_copies)}.")
     rng = random.Random(seed)
     out = list(pairs)
     for french, english in pairs:
         words = shared_words((french, english))
-        for _ in range(copies if words else 0):
+        n = number_copies if any(w.isdigit() for w in words) else copies if words else 0
+        for _ in range(n):
             new_fr, new_en = french, english
             for word in words:
                 other = _replacement(word, rng)

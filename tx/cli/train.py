@@ -70,6 +70,8 @@ def _add_real_corpus_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--copy-pairs", type=int, default=0, help="--tsv: add this many copies of each training "
                         "pair that holds a name or number on both sides, each with it swapped for another "
                         "(tx.copying), so the model learns to copy them")
+    parser.add_argument("--copy-numbers", type=int, help="--tsv: copies of each pair that holds a number on both "
+                        "sides instead (default: as --copy-pairs); numbers are far rarer than names")
     parser.add_argument("--shared-vocab", action="store_true", help="--tsv: one BPE vocabulary for both languages, "
                         "with byte fallback, and the embeddings and output layer tied (the paper's section 3.4)")
     parser.add_argument("--credit", default="", help="--tsv: the corpus's source and licence, kept in the checkpoint")
@@ -170,6 +172,10 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: 
         if args.copy_pairs < 0:
             raise ValueError(f"--copy-pairs must be 0 or more (copies of each pair with a name or number), "
                              f"got {args.copy_pairs}.")
+        if args.copy_numbers is not None and args.copy_numbers < 0:
+            raise ValueError(f"--copy-numbers must be 0 or more (copies of each pair with a number), "
+                             f"got {args.copy_numbers}.")
+        copy_numbers = args.copy_pairs if args.copy_numbers is None else args.copy_numbers
         corpus = _load(args, TransformerConfig.real(4, 4).max_len)
         digest = _sha256(args.tsv)
         resume, model, credit = None, None, args.credit
@@ -200,7 +206,7 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: 
                      "byte fallback, tied embeddings" if src_vocab is tgt_vocab else
                      f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} + {len(tgt_vocab)} pieces"),
            "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")},
-           "copy_pairs": args.copy_pairs}
+           "copy_pairs": args.copy_pairs, "copy_numbers": copy_numbers}
 
     def save(state: TrainState) -> None:
         checkpoint.save(args.out, model, src_vocab, tgt_vocab, info=run | {"step": state.step,
@@ -213,7 +219,8 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: 
             return max(len(src_vocab.encode(pair[0], False, False)),
                        len(tgt_vocab.encode(pair[1], False, False))) + 1 <= model.config.max_len
 
-        pairs = copying.with_copies(corpus.train, args.copy_pairs, args.seed, fits) if args.copy_pairs else corpus.train
+        pairs = (copying.with_copies(corpus.train, args.copy_pairs, args.seed, fits, copy_numbers)
+                 if args.copy_pairs or copy_numbers else corpus.train)
         history = train.fit(model, pairs, corpus.valid, src_vocab, tgt_vocab, tcfg, resume=resume, save=save)
     except FloatingPointError as e:
         raise SystemExit(f"python -m tx.train: error: {e} The last checkpoint in {args.out} is kept; --resume continues it.") from None
