@@ -24,8 +24,8 @@ EXTRA = [("Zoé a 73 ans.", "73"), ("Je vis à Montréal.", "Montréal"), ("Marc
 
 
 def main(paths: list[str]) -> None:
-    print("| checkpoint | vocabulary | --copy-pairs | steps | cased BLEU | chapter 12's 8 copied | 6 more copied |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| checkpoint | vocabulary | --copy-pairs | --copy-numbers | steps | cased BLEU | chapter 12's 8 copied | 6 more copied |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     examples = []
     for path in paths:
         ck = tx.checkpoint.load(path)
@@ -36,7 +36,7 @@ def main(paths: list[str]) -> None:
             examples += [(Path(path).name, fr, en) for (fr, _), en in zip(sentences, english)]
         info = ck.info
         vocab = "shared" if ck.model.config.share_embeddings else "two"
-        print(f"| {Path(path).name} | {vocab} | {info.get('copy_pairs', 0)} | {info['step']:,} | "
+        print(f"| {Path(path).name} | {vocab} | {info.get('copy_pairs', 0)} | {info.get('copy_numbers', info.get('copy_pairs', 0))} | {info['step']:,} | "
               f"{info['test']['bleu']:.1f} | {counts[0]} | {counts[1]} |")
     for name, fr, en in examples:
         print(f"{name}: {fr} -> {en}")
