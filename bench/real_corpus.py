@@ -14,7 +14,7 @@ With ``--measure CHECKPOINT`` it trains nothing: it measures a trained checkpoin
 held-out split (the corpus's SHA-256 and seed come from its metadata), namely the unknown-word
 rate of a word vocabulary of the training split against the BPE vocabularies' unknown pieces
 and pieces per word, and greedy against beam search, and writes the figures into the
-checkpoint's metadata ``info`` ("subwords", "test_beam", "robustness", "deduplicated"), leaving
+checkpoint's metadata ``info`` ("subwords", "test_beam", "robustness", "deduplicated", "copying"), leaving
 its tensors byte-identical. "robustness" is greedy BLEU on the test split as written and as people
 type it (all in capitals, without accents, without the final mark), each typed form read as is and
 through :func:`tx.subwords.tidy_typed`, cased and lowercased. "deduplicated" is greedy BLEU on the
@@ -224,10 +224,30 @@ def measure(path: Path, tsv: Path, beam: int) -> None:
     info["test_beam"] = beam_figures(ck, corpus.test, beam)
     info["robustness"] = robustness_figures(ck, corpus.test)
     info["deduplicated"] = deduplicated_figures(ck, corpus)
+    info["copying"] = copying_figures(ck, corpus.train)
     before = tensor_sha256(path)
     tx.checkpoint.save(path, ck.model, ck.src_vocab, ck.tgt_vocab, info)
     assert tensor_sha256(path) == before, "rewriting the metadata changed the tensors"
-    print(json.dumps({k: info[k] for k in ("subwords", "test_beam", "robustness", "deduplicated")}, indent=1))
+    print(json.dumps({k: info[k] for k in ("subwords", "test_beam", "robustness", "deduplicated", "copying")}, indent=1))
+
+
+def copying_figures(ck: tx.checkpoint.Checkpoint, train: list[tuple[str, str]]) -> dict:
+    """How many training pairs share a name or a number with their translation, and how many copies
+    ``python -m tx.train --copy-pairs N --copy-numbers M`` added (rebuilt as the command built them)."""
+    info = ck.info
+    copies, numbers = info.get("copy_pairs", 0), info.get("copy_numbers", info.get("copy_pairs", 0))
+    max_len = ck.model.config.max_len
+
+    def fits(pair: tuple[str, str]) -> bool:  # as the command: the pieces and one special
+        return max(len(ck.src_vocab.encode(pair[0], False, False)),
+                   len(ck.tgt_vocab.encode(pair[1], False, False))) + 1 <= max_len
+
+    shared = [tx.copying.shared_words(pair) for pair in train]
+    added = len(tx.copying.with_copies(train, copies, info["seed"], fits, numbers)) - len(train)
+    return {"train_pairs": len(train), "sharing": sum(bool(w) for w in shared),
+            "sharing_a_number": sum(any(x.isdigit() for x in w) for w in shared),
+            "sharing_tom": sum("Tom" in w for w in shared),
+            "copy_pairs": copies, "copy_numbers": numbers, "added": added}
 
 
 # Chapter 12's sentences with a name or a number, and what the English must contain (the chapter checks it
