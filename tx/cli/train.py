@@ -206,7 +206,7 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: 
                      "byte fallback, tied embeddings" if src_vocab is tgt_vocab else
                      f"BPE (Hugging Face tokenizers), cased, {len(src_vocab)} + {len(tgt_vocab)} pieces"),
            "train": {k: v for k, v in vars(tcfg).items()}, "pairs": {s: len(getattr(corpus, s)) for s in ("train", "valid", "test")},
-           "copy_pairs": args.copy_pairs, "copy_numbers": copy_numbers}
+           "copy_pairs": args.copy_pairs, "copy_numbers": copy_numbers, "threads": args.threads}
 
     def save(state: TrainState) -> None:
         checkpoint.save(args.out, model, src_vocab, tgt_vocab, info=run | {"step": state.step,
