@@ -266,11 +266,11 @@ REAL_PAGE = "chapters/12_real_french"
 BEAM_SENTENCES = [  # chapter 12's sentences and others typed; where the beam changes greedy's translation (on
     # the real model, with the page's int8 weights and with tx's float ones alike), greedy's and the beam's:
     "Je voudrais un verre d'eau.",  # greedy "I'd like a drink.", beam "I'd like a glass of water."
-    "Nous partirons demain matin.",  # "We'll go in the morning.", "We'll leave tomorrow morning."
-    "Mon ordinateur est tombé en panne.",  # "My computer fallen up.", "My computer fell down."
-    "Il se peut qu'il ait raison.",  # "He may have a point.", "He may be right."
-    "Au secours !",  # "Get a secret.", "seconds.": GNMT's penalty here; L ** 0.6 would keep greedy's
-    "On ne sait jamais.",  # "We can't ever know." both ways; with no penalty (alpha 0) the beam says "It never knows."
+    "Nous habitons à Lyon.",  # "We live in Lyyon.", "We live in Lyon.": the beam copies the name
+    "Au secours !",  # "Bet!", "Be nice."
+    "Bonjour !",  # "Bon inside.", "Hey!"
+    "Je m'appelle Jean.",  # "I'm calling me.", "I'll call myself."
+    "On ne sait jamais.",  # "We never know." both ways
     "Tom est fatigué.",  # the same both ways
     "Je ne comprends pas pourquoi il pleut.",
 ]
