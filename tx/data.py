@@ -353,7 +353,7 @@ def subword_vocabs(corpus: ParallelCorpus, vocab_size: int = 4000,
 
 def copy_pairs(n: int, vocab_words: int = 20, min_len: int = 3, max_len: int = 8,
                seed: int = 0) -> list[Pair]:
-    """The copy task: ``n`` random sentences of words w0..w{vocab_words-1}, target = source."""
+    """The copy task: ``n`` random sentences of the words ``w0``, ``w1``, ... (``vocab_words`` of them), target = source."""
     if n < 0 or vocab_words < 1 or not 1 <= min_len <= max_len:
         raise ValueError(f"need n >= 0, vocab_words >= 1 and 1 <= min_len <= max_len, got "
                          f"n={n}, vocab_words={vocab_words}, min_len={min_len}, max_len={max_len}")
