@@ -236,12 +236,7 @@ def copying_figures(ck: tx.checkpoint.Checkpoint, train: list[tuple[str, str]]) 
     ``python -m tx.train --copy-pairs N --copy-numbers M`` added (rebuilt as the command built them)."""
     info = ck.info
     copies, numbers = info.get("copy_pairs", 0), info.get("copy_numbers", info.get("copy_pairs", 0))
-    max_len = ck.model.config.max_len
-
-    def fits(pair: tuple[str, str]) -> bool:  # as the command: the pieces and one special
-        return max(len(ck.src_vocab.encode(pair[0], False, False)),
-                   len(ck.tgt_vocab.encode(pair[1], False, False))) + 1 <= max_len
-
+    fits = tx.copying.fits_model(ck.src_vocab, ck.tgt_vocab, ck.model.config.max_len)  # as the command
     shared = [tx.copying.shared_words(pair) for pair in train]
     added = len(tx.copying.with_copies(train, copies, info["seed"], fits, numbers)) - len(train)
     return {"train_pairs": len(train), "sharing": sum(bool(w) for w in shared),

@@ -65,3 +65,17 @@ def test_copies_are_seeded_and_can_be_filtered():
     assert with_copies(PAIRS, 0) == PAIRS
     with pytest.raises(ValueError, match="copies must be at least 0"):
         with_copies(PAIRS, -1)
+
+
+def test_fits_model_counts_pieces_and_one_special_on_each_side():
+    from tx.copying import fits_model
+    from tx.data import Vocab
+
+    vocab = Vocab.build(["a b c d", "e f"])
+    fits = fits_model(vocab, vocab, max_len=4)  # three words and one special fit
+    assert fits(("a b c", "e f")) and not fits(("a b c d", "e"))
+    assert not fits(("a", "e f a b"))  # either side may be too long
+    # "tom a 25 ans ." is five tokens: its copies fit six positions, not five
+    pair = ("Tom a 25 ans.", "Tom is 25.")
+    assert len(with_copies([pair], 3, fits=fits_model(vocab, vocab, 6))) == 4
+    assert with_copies([pair], 3, fits=fits_model(vocab, vocab, 5)) == [pair]

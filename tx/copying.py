@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from .tokens import Pair
 
-__all__ = ["shared_words", "with_copies"]
+__all__ = ["shared_words", "with_copies", "fits_model"]
 
 _NUMBER_OR_NAME = re.compile(r"\b(?:\d+|[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)\b")
 _ONSETS = ["", "", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
@@ -51,6 +51,16 @@ def _replacement(word: str, rng: random.Random) -> str:
         syllables = [rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(rng.randint(1, 3))]
         name = "".join(syllables) + rng.choice(_ENDINGS)
     return name.capitalize()
+
+
+def fits_model(src_vocab, tgt_vocab, max_len: int) -> Callable[[Pair], bool]:
+    """The ``fits`` test :func:`with_copies` takes for a model of ``max_len`` positions: True when both
+    sentences of a pair, in their vocabulary's pieces plus one special token, fit in it (as
+    :func:`tx.data.check_lengths` counts)."""
+    def fits(pair: Pair) -> bool:
+        return max(len(src_vocab.encode(pair[0], False, False)),
+                   len(tgt_vocab.encode(pair[1], False, False))) + 1 <= max_len
+    return fits
 
 
 def with_copies(pairs: Sequence[Pair], copies: int = 1, seed: int = 0,

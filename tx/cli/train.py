@@ -215,10 +215,7 @@ def _main_tsv(parser: argparse.ArgumentParser, args: argparse.Namespace, world: 
 
     try:
         # the vocabularies above come from the corpus's own pairs; the copies only add examples to learn from
-        def fits(pair: tuple[str, str]) -> bool:  # as check_lengths counts: the pieces and one special
-            return max(len(src_vocab.encode(pair[0], False, False)),
-                       len(tgt_vocab.encode(pair[1], False, False))) + 1 <= model.config.max_len
-
+        fits = copying.fits_model(src_vocab, tgt_vocab, model.config.max_len)
         pairs = (copying.with_copies(corpus.train, args.copy_pairs, args.seed, fits, copy_numbers)
                  if args.copy_pairs or copy_numbers else corpus.train)
         history = train.fit(model, pairs, corpus.valid, src_vocab, tgt_vocab, tcfg, resume=resume, save=save)
