@@ -151,6 +151,16 @@ def test_a_negative_copy_count_is_refused_before_any_training(tmp_path):
     assert not (tmp_path / "m.safetensors").exists()
 
 
+def test_copies_train_and_are_recorded(tmp_path):
+    """--copy-pairs and --copy-numbers reach the training pairs (tx.copying) and the checkpoint's record."""
+    corpus, out = write_tsv(tmp_path / "corpus.tsv"), tmp_path / "m.safetensors"
+    done = run_cli("tx.train", "--tsv", str(corpus), "--out", str(out), "--steps", "2", "--vocab-size", "80",
+                   "--copy-pairs", "1", "--copy-numbers", "3", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    info = tx.checkpoint.read_metadata(out)["info"]
+    assert (info["copy_pairs"], info["copy_numbers"], info["threads"]) == (1, 3, 1)
+
+
 def test_resume_continues_the_steps_and_records_them(trained):
     _, out, _, second = trained
     assert second.returncode == 0, second.stderr
