@@ -254,6 +254,13 @@ NAMES = [
 ]
 
 
+def copied(ck: tx.checkpoint.Checkpoint, sentences: list[tuple[str, str]]) -> tuple[list[str], int]:
+    """Greedy English of ``sentences`` (French, the word its English must hold), and how many hold it
+    as a whole word: the measure of chapter 12's names table."""
+    english = tx.evaluate.translate(ck.model, [fr for fr, _ in sentences], ck.src_vocab, ck.tgt_vocab)
+    return english, sum(key in re.findall(r"\w+", en) for (_, key), en in zip(sentences, english))
+
+
 def record_vocabularies(path: Path, two: Path, shared: Path) -> None:
     """Store, in ``path``'s metadata (tensors untouched), what two runs of the same minutes reached: one with a
     BPE vocabulary a language, one with ``python -m tx.train --shared-vocab`` (the paper's design: one vocabulary,
@@ -271,8 +278,7 @@ def record_vocabularies(path: Path, two: Path, shared: Path) -> None:
                       "parameters": sum(p.numel() for p in other.model.parameters()),
                       "steps": other.info["step"], "train_seconds": other.info["train_seconds"],
                       "bleu": other.info["test"]["bleu"], "exact_match": other.info["test"]["exact_match"]}
-        english = tx.evaluate.translate(other.model, [fr for fr, _ in NAMES], other.src_vocab, other.tgt_vocab)
-        runs[name]["names_copied"] = sum(key in re.findall(r"\w+", en) for (_, key), en in zip(NAMES, english))
+        runs[name]["names_copied"] = copied(other, NAMES)[1]
         if (name == "shared") != other.model.config.share_embeddings:
             raise SystemExit(f"{run} is {'not ' if name == 'shared' else ''}a --shared-vocab run; give TWO, then SHARED.")
     info["vocabularies_compared"] = {"how": "side by side on one machine, one thread each, the same --minutes",
