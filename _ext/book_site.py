@@ -34,6 +34,8 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
   which read as chapter 1's.
 * In the code a page shows, an equation's label (``# eq-ch10-cross-entropy``, how the
   chapters tie a line to its equation) becomes the equation's number, ``(10.2)``.
+* Lists modules for the API page's index (``module-index``, a directive): each module's name,
+  linked to its section, and the first line of its docstring, read from the module itself.
 * Gives the site a favicon (``extra/favicon.ico``, also served as ``/favicon.ico``).
 * Gives every page ``<meta name="description">`` and Open Graph tags (``og:title``,
   ``og:description``, ``og:type``, ``og:site_name``, and ``og:url`` when ``html.baseurl``
@@ -46,6 +48,7 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
 from __future__ import annotations
 
 import html
+import importlib
 import json
 import os
 import re
@@ -53,9 +56,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from docutils import nodes
+from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.errors import ConfigError
 from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
 
@@ -480,6 +485,28 @@ def add_base_href(app: Sphinx, pagename: str, templatename: str, context: dict, 
     context["metatags"] = f'<base href="{html.escape(path)}" />\n' + context.get("metatags", "")
 
 
+class ModuleIndex(SphinxDirective):
+    """``.. module-index::`` with one module name a line: a list of links to the modules'
+    sections, each with the first line of the module's docstring (reStructuredText)."""
+
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        lines = []
+        for name in (line.strip() for line in self.content):
+            if not name:
+                continue
+            try:
+                module = importlib.import_module(name)
+            except ImportError as error:
+                raise self.error(f"module-index: cannot import {name}: {error}") from error
+            first = (module.__doc__ or "").strip().splitlines()
+            lines.append(f"* :py:mod:`{name}`: {first[0] if first else ''}")
+        box = nodes.container(classes=["tx-module-index"])
+        self.state.nested_parse(StringList(lines, self.get_source_info()[0]), self.content_offset, box)
+        return [box]
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("book_site_vendor_dir", "_build/vendor", "env", [str])
     app.add_config_value("book_site_live_dir", "_build/live", "env", [str])
@@ -506,4 +533,5 @@ def setup(app: Sphinx) -> dict:
     app.add_js_file("tx-math.js", loading_method="defer")  # display equations fit a phone
     app.add_css_file("tx-book.css")
     app.connect("html-collect-pages", add_404_page)
+    app.add_directive("module-index", ModuleIndex)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -39,10 +39,10 @@ REAL_MODEL = Path(__file__).parent / "checkpoints" / "fr_en_real.safetensors"
 class Checkpoint:
     """What :func:`load` returns: the model, its vocabularies and what training recorded."""
 
-    model: Transformer
-    src_vocab: Vocab | None
-    tgt_vocab: Vocab | None
-    info: dict[str, Any] = field(default_factory=dict)
+    model: Transformer  #: the model, its weights loaded, in eval mode
+    src_vocab: Vocab | None  #: the source words or subwords (None when the file holds none)
+    tgt_vocab: Vocab | None  #: the target words or subwords (None when the file holds none)
+    info: dict[str, Any] = field(default_factory=dict)  #: what training recorded: data, steps, scores
 
 
 def save(
@@ -260,9 +260,9 @@ DECODER_ONLY_MODEL = Path(__file__).parent / "checkpoints" / "fr_en_decoder_only
 class LanguageModelCheckpoint:
     """What :func:`load_language_model` returns: the model, its one vocabulary and what training recorded."""
 
-    model: Any  # a tx.LanguageModel
-    vocab: Vocab | None
-    info: dict[str, Any] = field(default_factory=dict)
+    model: Any  #: the :class:`~tx.language_model.LanguageModel`, its weights loaded, in eval mode
+    vocab: Vocab | None  #: its one vocabulary (None when the file holds none)
+    info: dict[str, Any] = field(default_factory=dict)  #: what training recorded: data, steps, scores
 
 
 def save_language_model(

@@ -207,11 +207,11 @@ def check_lengths(pairs: Sequence[tuple[str, str]], max_len: int, name: str = "p
 class ParallelCorpus:
     """Train/valid/test (French, English) pairs and the vocabularies of the train split."""
 
-    train: list[Pair]
-    valid: list[Pair]
-    test: list[Pair]
-    src_vocab: Vocab  # French words of train only: a held-out word must come out as <unk>
-    tgt_vocab: Vocab
+    train: list[Pair]  #: the pairs the model learns from
+    valid: list[Pair]  #: pairs for the validation loss during training
+    test: list[Pair]  #: held-out pairs, scored once at the end
+    src_vocab: Vocab  #: French words of train only: a held-out word comes out as <unk>
+    tgt_vocab: Vocab  #: English words of train only
 
 
 def load_corpus(seed: int = 0, n_pairs: int = 12000, valid_fraction: float = 0.05,
@@ -373,8 +373,8 @@ def copy_pairs(n: int, vocab_words: int = 20, min_len: int = 3, max_len: int = 8
 class Batch:
     """Padded ids: src [B, S] = tokens + EOS, tgt [B, T] = BOS + tokens + EOS, PAD on the right."""
 
-    src: Tensor
-    tgt: Tensor
+    src: Tensor  #: [B, S] source ids: tokens, EOS, then PAD
+    tgt: Tensor  #: [B, T] target ids: BOS, tokens, EOS, then PAD
 
     @property
     def tgt_in(self) -> Tensor:

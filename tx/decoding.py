@@ -131,9 +131,9 @@ def output_limit(src_len: int, max_len: int, margin: int | None = LENGTH_MARGIN)
 class Hypothesis:
     """A finished beam-search hypothesis: its tokens (starting with <bos>) and its score."""
 
-    tokens: Tensor
-    score: float
-    log_prob: float = field(default=0.0)
+    tokens: Tensor  #: [L] ids, <bos> first and <eos> last
+    score: float  #: what the beam ranked it by: log_prob over the length penalty
+    log_prob: float = field(default=0.0)  #: the sum of its tokens' log-probabilities
 
 
 PENALTY_FORMS = ("power", "gnmt")  # the two length penalties beam_search offers

@@ -73,10 +73,10 @@ class Choice:
     and takes any text, e.g. a French sentence of the reader's own; the page offers the options.
     """
 
-    options: list[tuple[str, Any]]
-    value: Any
-    label: str | None
-    free: bool
+    options: list[tuple[str, Any]]  #: ``(label, value)`` pairs, in the order offered
+    value: Any  #: the value shown first
+    label: str | None  #: the control's name (None: the keyword it is passed by)
+    free: bool  #: in Jupyter, a text box that takes any text
 
     def __init__(self, options: Sequence[Any], value: Any = None, label: str | None = None,
                  free: bool = False):
@@ -120,11 +120,11 @@ class Grid:
     step in powers of ten). ``fmt`` formats a value for its label, e.g. ``"{:.2f}"``.
     """
 
-    options: list[tuple[str, Any]]
-    value: Any
-    label: str | None
-    free: tuple[float, float, float] | None
-    log: bool
+    options: list[tuple[str, Any]]  #: ``(label, value)`` pairs, the states the page offers
+    value: Any  #: the value shown first
+    label: str | None  #: the control's name (None: the keyword it is passed by)
+    free: tuple[float, float, float] | None  #: in Jupyter, ``(lo, hi, step)`` of a free slider
+    log: bool  #: the free slider is on a log scale
 
     def __init__(self, values: Sequence[float], value: float | None = None, label: str | None = None,
                  free: tuple[float, float, float] | None = None, log: bool = False, fmt: str = "{}"):
@@ -185,11 +185,11 @@ def _label(control: Choice, value: Any) -> str:
 class Frame:
     """One state of an explorer as the page stores it: the figure as PNG, its printed text, its alt."""
 
-    key: str  # the index of each control's value, joined by "-": "2-0"
-    values: dict
-    png: bytes
-    text: str
-    alt: str
+    key: str  #: the index of each control's value, joined by "-": "2-0"
+    values: dict  #: each control's value in this state, by keyword
+    png: bytes  #: the figure, as PNG
+    text: str  #: what the state printed
+    alt: str  #: the figure's alt text
 
 
 def _png(fig, dpi: float | None) -> bytes:

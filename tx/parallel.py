@@ -62,8 +62,8 @@ def grad_scaler(precision: str, device: torch.device | str) -> torch.amp.GradSca
 class World:
     """This process's place among the processes of a run: rank r of size W (0 of 1 without torchrun)."""
 
-    rank: int = 0
-    size: int = 1
+    rank: int = 0  #: this process's index, 0 to size - 1
+    size: int = 1  #: how many processes share the run
 
 
 def world() -> World:

@@ -21,11 +21,11 @@ __all__ = ["TrainState", "state_path", "save_state", "load_state"]
 class TrainState:
     """Where a run stands, to resume it: steps done, the optimiser's and the schedule's states, time spent."""
 
-    step: int = 0
-    seconds: float = 0.0  # training time of every run so far (a time budget counts them all)
-    tokens: int = 0
-    optimizer: dict[str, Any] = field(default_factory=dict)  # Adam's state_dict()
-    schedule: dict[str, Any] = field(default_factory=dict)  # the LambdaLR's state_dict()
+    step: int = 0  #: optimiser steps done
+    seconds: float = 0.0  #: training time of every run so far (a time budget counts them all)
+    tokens: int = 0  #: target tokens trained on so far
+    optimizer: dict[str, Any] = field(default_factory=dict)  #: Adam's state_dict()
+    schedule: dict[str, Any] = field(default_factory=dict)  #: the LambdaLR's state_dict()
 
 
 def state_path(checkpoint_path: str | os.PathLike) -> Path:

@@ -566,17 +566,25 @@ def test_figures_are_not_shrunk(visits, docname):
         f"{s['id'] or s['src']} {s['shown']:.0f} of {s['natural']} px" for s in shrunk)
 
 
-def test_api_page_documents_every_public_module(visits):
-    """Every module of tx (the chapter checkers tx.exercises.chNN aside) with its full name."""
+def test_api_pages_document_every_public_module(visits):
+    """Every module of tx (the chapter checkers tx.exercises.chNN aside) with its full name, on
+    the API page or, for the checkers and the book's tooling, on the book-internals page."""
     from sitekit import BOOK
 
     modules = {f"tx.{p.stem}" for p in (BOOK / "tx").glob("*.py") if not p.stem.startswith("_")}
     modules |= {"tx.exercises", "tx.exercises.learner", "tx.exercises.course", "tx.exercises.course_check"}
-    page = visits("api").page
-    ids = set(page.evaluate("() => [...document.querySelectorAll('[id^=\"module-\"]')].map(e => e.id)"))
+    ids_js = "() => [...document.querySelectorAll('[id^=\"module-\"]')].map(e => e.id)"
+    api, internals = visits("api").page, visits("api_internals").page
+    ids = set(api.evaluate(ids_js)) | set(internals.evaluate(ids_js))
     missing = sorted(m for m in modules if f"module-{m}" not in ids)
-    assert not missing, f"modules missing from the API page: {missing}"
-    assert page.locator("[id='tx.device']").count() == 1, "tx.device is not documented"
+    assert not missing, f"modules missing from the API pages: {missing}"
+    assert api.locator("[id='tx.device']").count() == 1, "tx.device is not documented"
     # Objects carry their module: tx.attention.attention, not a bare attention.
-    names = page.evaluate("() => [...document.querySelectorAll('dt.sig-object')].map(d => d.id)")
-    assert names and all(n.startswith("tx.") for n in names if n), names[:5]
+    for page in (api, internals):
+        names = page.evaluate("() => [...document.querySelectorAll('dt.sig-object')].map(d => d.id)")
+        assert names and all(n.startswith("tx.") for n in names if n), names[:5]
+    # The index at the top links every module of the page to its section.
+    links = api.evaluate("() => [...document.querySelectorAll('div.tx-module-index a')]"
+                         ".map(a => a.getAttribute('href'))")
+    on_page = {i for i in api.evaluate(ids_js)}
+    assert sorted(h.split("#")[-1] for h in links) == sorted(on_page), links

@@ -36,9 +36,9 @@ SOLVED, UNSOLVED = "tx-solutions", "tx-unsolved"
 class Scores:
     """One assignment's scores from nbgrader's gradebook: ``{grade_id: points}`` per student."""
 
-    max_points: dict[str, float]
-    solved: dict[str, float] = field(default_factory=dict)
-    unsolved: dict[str, float] = field(default_factory=dict)
+    max_points: dict[str, float]  #: ``{grade_id: points}`` each graded cell is worth
+    solved: dict[str, float] = field(default_factory=dict)  #: the points of the solved release
+    unsolved: dict[str, float] = field(default_factory=dict)  #: the points of the release as students get it
     hints: dict[str, str] = field(default_factory=dict)
     """``{grade_id: what the check printed}`` in the unsolved release as autograded: the hint
     that nbgrader's feedback shows."""

@@ -222,8 +222,8 @@ class Written:
     Unpacks as ``written, kept = write_learner_edition(...)``.
     """
 
-    written: list[Path]
-    kept: list[Path]
+    written: list[Path]  #: the files written (one already as the edition has it is left alone)
+    kept: list[Path]  #: the files the learner changed, left as they were
     why: dict[str, str] = field(default_factory=dict)
     """``{file name: why it was kept}``, e.g. "you changed cell 12 (exercise 3.1's answer)"."""
 
