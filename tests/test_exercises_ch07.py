@@ -11,10 +11,8 @@ from conftest import rng_untouched
 from tx.exercises import ch07
 
 
-def layer_norm(x, gain, bias, eps=1e-5):
-    mean = x.mean(dim=-1, keepdim=True)
-    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
-    return (x - mean) / torch.sqrt(var + eps) * gain + bias
+def rms_norm(x, gain, eps=1e-5):
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
 
 
 def post_ln_step(x, sublayer, norm, dropout):
@@ -28,27 +26,47 @@ def pre_ln_stack(x, sublayers, norms, final_norm):
 
 
 def test_reference_answers_pass(capsys):
-    ch07.check_layer_norm(layer_norm)
+    ch07.check_rms_norm(rms_norm)
     ch07.check_post_ln_step(post_ln_step)
     ch07.check_pre_ln_stack(pre_ln_stack)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all(line.startswith("Correct:") for line in lines)
 
 
+def test_rms_norm_is_torchs_rms_norm():
+    # The reference answer, and so the checker's formula, is torch's own RMSNorm.
+    x, gain = torch.randn(3, 4, 6) * 5 + 2, torch.rand(6) + 0.5
+    torch.testing.assert_close(rms_norm(x, gain, 1e-5), F.rms_norm(x, (6,), gain, 1e-5))
+
+
+def mean_square(x):
+    return x.pow(2).mean(-1, keepdim=True)
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda x, g, b, eps=1e-5: layer_norm(x, 1.0, 0.0, eps), "ignores gain and bias"),
-    (lambda x, g, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], g, b, eps), "calls torch.nn.functional.layer_norm"),
-    (lambda x, g, b, eps=1e-5: torch.nn.LayerNorm(x.shape[-1], eps=eps)(x) * g + b, "calls (LayerNorm.forward|torch.nn.functional.layer_norm)"),
-    (lambda x, g, b, eps=1e-5: (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + eps) * g + b, "whole tensor"),
-    (lambda x, g, b, eps=1e-5: layer_norm(x, g, b, eps) * float("nan"), "nan or inf"),
-    (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * g + b, "D - 1"),
-    (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=False, keepdim=True) + eps) * g + b, "eps"),
-    (lambda x, g, b, eps=1e-5: (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, unbiased=False, keepdim=True) + eps) * g + b, "differs"),
-    (lambda x, g, b, eps=1e-5: x.mean(-1), "shape"),
+    # LayerNorm, with or without its centred variance
+    (lambda x, g, eps=1e-5: (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * g,
+     "that is LayerNorm"),
+    (lambda x, g, eps=1e-5: rms_norm(x - x.mean(-1, keepdim=True), g, eps), "subtracted the mean"),
+    (lambda x, g, eps=1e-5: x / (mean_square(x).sqrt() + eps) * g, "inside the square root"),
+    (lambda x, g, eps=1e-5: x / mean_square(x).sqrt() * g, "0 / 0 is nan"),
+    (lambda x, g, eps=1e-5: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) / (x.size(-1) - 1) + eps) * g, "D - 1"),
+    (lambda x, g, eps=1e-5: x / (x.std(-1, keepdim=True) + eps) * g, "x.std and x.var subtract the mean"),
+    (lambda x, g, eps=1e-5: x / torch.sqrt(x.var(-1, keepdim=True) + eps) * g, "x.std and x.var subtract the mean"),
+    (lambda x, g, eps=1e-5: rms_norm(x, 1.0, eps), "ignores gain"),
+    (lambda x, g, eps=1e-5: x / torch.sqrt(x.pow(2).mean() + eps) * g, "whole tensor"),
+    (lambda x, g, eps=1e-5: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * g, "length"),
+    (lambda x, g, eps=1e-5: F.rms_norm(x, x.shape[-1:], g, eps), "calls torch.nn.functional.rms_norm"),
+    (lambda x, g, eps=1e-5: torch.nn.RMSNorm(x.shape[-1], eps=eps)(x) * g, "calls (RMSNorm.forward|.*rms_norm)"),
+    (lambda x, g, eps=1e-5: F.layer_norm(x, x.shape[-1:], g, None, eps), "calls torch.nn.functional.layer_norm"),
+    (lambda x, g, eps=1e-5: rms_norm(x, g, eps) * float("nan"), "nan or inf"),
+    (lambda x, g, eps=1e-5: x / torch.sqrt(mean_square(x) + eps) * g + 0.1, "differs"),
+    (lambda x, g, eps=1e-5: x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps) * g, "differs"),  # the first axis
+    (lambda x, g, eps=1e-5: x.pow(2).mean(-1), "shape"),
 ])
-def test_layer_norm_checker_rejects(wrong, hint):
+def test_rms_norm_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
-        ch07.check_layer_norm(wrong)
+        ch07.check_rms_norm(wrong)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -104,6 +122,7 @@ def test_pre_ln_stack_checker_rejects(wrong, hint):
 
 
 def test_checkers_leave_the_random_stream_alone():
+    assert rng_untouched(ch07.check_rms_norm, rms_norm)
     assert rng_untouched(ch07.check_post_ln_step, post_ln_step)
     assert rng_untouched(ch07.check_pre_ln_stack, pre_ln_stack)
 

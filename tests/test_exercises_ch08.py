@@ -14,8 +14,9 @@ def causal_mask(T):
     return torch.ones(T, T, dtype=torch.bool).tril()
 
 
-def next_tokens(logits, done, pad_id):
-    return logits[:, -1].argmax(dim=-1).masked_fill(done, pad_id)
+def cache_bytes(config, batch, max_len, src_len):
+    # per layer: keys and values, [B, H, positions, Dh] each, H * Dh = d_model, 4 bytes a float32
+    return config.n_layers * 2 * batch * config.d_model * (max_len + src_len) * 4
 
 
 def cross_attention_keys(model, src, tgt, layer):
@@ -26,7 +27,7 @@ def cross_attention_keys(model, src, tgt, layer):
 
 def test_reference_answers_pass(capsys):
     ch08.check_causal_mask(causal_mask)
-    ch08.check_next_tokens(next_tokens)
+    ch08.check_cache_bytes(cache_bytes)
     ch08.check_cross_attention_keys(cross_attention_keys)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all(line.startswith("Correct:") for line in lines)
@@ -49,18 +50,54 @@ def test_causal_mask_checker_rejects(wrong, hint):
         ch08.check_causal_mask(wrong)
 
 
+def test_cache_bytes_is_what_a_real_cache_holds():
+    # The reference formula, against a tx cache filled by a whole greedy decoding.
+    config = tx.TransformerConfig(13, 11, d_model=24, n_heads=6, n_layers=2, d_ff=48, dropout=0.0, max_len=32)
+    model, src = tx.Transformer.from_config(config).eval(), torch.randint(4, 13, (3, 7))
+    cache = model.new_cache(20)
+    with torch.no_grad():
+        memory, ys = model.encode(src), torch.ones(3, 1, dtype=torch.long)
+        for _ in range(20):
+            logits = model.decode(memory, src, ys[:, -1:], cache)
+            ys = torch.cat([ys, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    held = sum(t.nbytes for c in cache.self_attn + cache.cross_attn for t in (c.k, c.v))
+    assert cache.length == 20 and held == cache_bytes(config, 3, 20, 7)
+
+
+def positions(c, B, M, S, factor=2):
+    return c.n_layers * factor * B * c.d_model * 4
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda logits, done, pad: logits[:, 0].argmax(-1).masked_fill(done, pad), "first position"),
-    (lambda logits, done, pad: logits[:, -1].argmax(-1), "pad_id"),
-    (lambda logits, done, pad: logits[:, -1].softmax(-1).max(-1).values, "integer"),
-    (lambda logits, done, pad: logits[:, -1].argmin(-1).masked_fill(done, pad), "differs"),
-    (lambda logits, done, pad: logits.argmax(-1), "shape"),
-    (lambda logits, done, pad: logits[:, -1].argmax(-1).masked_fill(done, 0), "pad_id argument"),  # a fixed 0
-    (lambda logits, done, pad: logits[:, -1].argmax(-1).masked_fill(done, pad)[:1], "shape"),
+    (lambda c, B, M, S: cache_bytes(c, B, M, S) // 2, "half the bytes"),  # keys only, or 2 bytes a number
+    (lambda c, B, M, S: c.n_layers * B * c.d_model * (M + S) * 2 * 2, "half the bytes"),  # float16
+    (lambda c, B, M, S: c.n_layers * 2 * B * c.d_model * (M + S), "counted numbers"),  # 1 byte a number
+    (lambda c, B, M, S: cache_bytes(c, B, M, S) * 2, "not 8"),
+    (lambda c, B, M, S: positions(c, B, M, S) * M, "left out the cross-attention"),
+    (lambda c, B, M, S: positions(c, B, M, S) * S, "only the cross-attention"),
+    (lambda c, B, M, S: positions(c, B, M, S) * (1 + S), "all max_len positions"),  # the filled part only
+    (lambda c, B, M, S: positions(c, B, M, S) * 2 * M, "src_len positions, not max_len"),
+    (lambda c, B, M, S: cache_bytes(c, B, M, S) * c.n_heads, "d_model numbers per position"),  # d_model per head
+    (lambda c, B, M, S: cache_bytes(c, B, M, S) // c.n_heads, "counted one head"),
+    (lambda c, B, M, S: cache_bytes(c, 1, M, S), "multiply by batch"),
+    (lambda c, B, M, S: cache_bytes(c, B, M, S) // c.n_layers, "multiply by n_layers"),
+    (lambda c, B, M, S: cache_bytes(c, B, M, S) + 1, "Count, for each of the n_layers"),
+    (lambda c, B, M, S: cache_bytes(c, B, M, S) / 1e6, "an int"),  # megabytes, not bytes
+    (lambda c, B, M, S: str(cache_bytes(c, B, M, S)), "an int"),
+    (lambda c, B, M, S: 21120, "expected"),  # the first case's answer, hard-coded
+    (lambda c, B, M, S: cache_bytes(c, B, M, S) if c.n_layers == 3 else 0, "expected"),
+    (lambda c, B, M, S: torch.tensor(cache_bytes(c, B, M, S) // 2), "half the bytes"),
+    (lambda c, B, M, S: sum(p.numel() for p in tx.Transformer.from_config(c).parameters()), "without building"),
 ])
-def test_next_tokens_checker_rejects(wrong, hint):
+def test_cache_bytes_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
-        ch08.check_next_tokens(wrong)
+        ch08.check_cache_bytes(wrong)
+
+
+def test_cache_bytes_accepts_a_float_or_a_tensor_holding_the_count(capsys):
+    ch08.check_cache_bytes(lambda c, B, M, S: float(cache_bytes(c, B, M, S)))
+    ch08.check_cache_bytes(lambda c, B, M, S: torch.tensor(cache_bytes(c, B, M, S)))
+    assert capsys.readouterr().out.count("Correct:") == 2
 
 
 def keys_from_target(model, src, tgt, layer):
@@ -98,5 +135,5 @@ def test_cross_attention_keys_checker_rejects(wrong, hint):
 
 
 def test_checkers_leave_the_random_stream_alone():
-    assert rng_untouched(ch08.check_next_tokens, next_tokens)
+    assert rng_untouched(ch08.check_cache_bytes, cache_bytes)
     assert rng_untouched(ch08.check_cross_attention_keys, cross_attention_keys)

@@ -1,4 +1,4 @@
-"""Checkers for chapter 7, the residuals: LayerNorm, the paper's Add & Norm step, a pre-LN stack.
+"""Checkers for chapter 7, the residuals: RMSNorm, the paper's Add & Norm step, a pre-LN stack.
 
 Axes: B batch, T sequence length, D d_model.
 
@@ -17,16 +17,7 @@ from torch import Tensor, nn
 from ..layers import FeedForward, Residual
 from . import CheckFailed, assert_tensor, call, forbidding, passed
 
-__all__ = ["check_layer_norm", "check_post_ln_step", "check_pre_ln_stack"]
-
-
-def _inputs(seed: int) -> tuple[Tensor, Tensor, Tensor]:
-    """x [2, 3, 5] with positions on very different scales, and a gain and bias [5] far from 1 and 0."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(2, 3, 5, generator=g) * torch.tensor([1.0, 10.0, 0.1])[None, :, None] + 3.0
-    gain = torch.rand(5, generator=g) * 2 + 0.5
-    bias = torch.randn(5, generator=g)
-    return x, gain, bias
+__all__ = ["check_rms_norm", "check_post_ln_step", "check_pre_ln_stack"]
 
 
 def _with_random_norm(norm: nn.LayerNorm, seed: int) -> nn.LayerNorm:
@@ -45,51 +36,87 @@ def _sublayers(n: int, d_model: int) -> list[FeedForward]:
         return [FeedForward(d_model, 2 * d_model) for _ in range(n)]
 
 
-_LAYER_NORMS = [(F, "layer_norm"), (torch, "layer_norm"), (nn.LayerNorm, "forward")]
+def _rms(x: Tensor, eps: float) -> Tensor:
+    """The root mean square of the last axis, eps inside the root: [..., D] -> [..., 1]."""
+    return torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
-def _call_layer_norm(layer_norm: Callable[..., Tensor], *args: object) -> object:
-    with forbidding(_LAYER_NORMS, "write LayerNorm with tensor arithmetic: mean, variance, square root."):
-        return call(layer_norm, *args)
+# Torch's own RMSNorm (torch 2.4 and later) and LayerNorm: the exercise is to write it.
+_NORMS = [(owner, name) for owner, name in [(F, "rms_norm"), (torch, "rms_norm"), (F, "layer_norm"),
+                                            (torch, "layer_norm"), (nn.LayerNorm, "forward")]
+          if hasattr(owner, name)] + ([(nn.RMSNorm, "forward")] if hasattr(nn, "RMSNorm") else [])
 
 
-def check_layer_norm(layer_norm: Callable[..., Tensor]) -> None:
-    """``layer_norm(x, gain, bias, eps)`` must equal ``F.layer_norm`` over the last axis."""
-    x, gain, bias = _inputs(0)
-    got = _call_layer_norm(layer_norm, x.clone(), gain.clone(), bias.clone(), 1e-5)
-    expected = F.layer_norm(x, (5,), gain, bias, 1e-5)
-    if isinstance(got, Tensor) and got.shape == x.shape:
-        if torch.allclose(got, F.layer_norm(x, (5,), eps=1e-5), atol=1e-4):
-            raise CheckFailed("the output ignores gain and bias: multiply by gain, then add bias, after normalising.")
-        unbiased = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5) * gain + bias
-        if torch.allclose(got, unbiased, atol=1e-4):
-            raise CheckFailed(
-                "you divided the squared deviations by D - 1: LayerNorm's variance divides by D "
-                "(x.var(-1, unbiased=False, keepdim=True), or the mean of the squared deviations)."
-            )
-        centred = x - x.mean(-1, keepdim=True)
-        outside = centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + 1e-5) * gain + bias
-        if torch.allclose(got, outside, atol=1e-5) and not torch.allclose(got, expected, atol=1e-5):
-            raise CheckFailed("eps belongs inside the square root: divide by sqrt(variance + eps), not sqrt(variance) + eps.")
-        if torch.allclose(got, (centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + 1e-5)), atol=1e-4):
-            raise CheckFailed("the output ignores gain and bias: multiply by gain, then add bias, after normalising.")
-        over_batch = (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + 1e-5) * gain + bias
-        if torch.allclose(got, over_batch, atol=1e-4):
-            raise CheckFailed("you normalised with one mean and variance for the whole tensor: take them over the "
-                              "last axis only, x.mean(-1, keepdim=True), so each position gets its own.")
-    assert_tensor(got, expected, "layer_norm(x, gain, bias, 1e-5) on x of shape (2, 3, 5)")
+def _call_rms_norm(rms_norm: Callable[..., Tensor], *args: object) -> object:
+    with forbidding(_NORMS, "write RMSNorm with tensor arithmetic: square, mean, square root, divide."):
+        return call(rms_norm, *args)
+
+
+def _rms_mistake(got: Tensor, x: Tensor, gain: Tensor, eps: float) -> str | None:
+    """The hint naming the mistake ``got`` is, on inputs where each mistake gives other numbers; else None."""
+    D, mean = x.size(-1), x.mean(-1, keepdim=True)
+    square_sum = x.pow(2).sum(-1, keepdim=True)
+    whole = torch.sqrt(x.pow(2).mean() + eps)
+    std = ("x.std and x.var subtract the mean first (and divide by D - 1 unless told otherwise): RMSNorm takes "
+           "the root of the mean of the squares of x itself, ")
+    mistakes = [
+        ((x - mean) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * gain,
+         "you subtracted the mean and divided by the standard deviation: that is LayerNorm. RMSNorm does not "
+         "centre the vector, it only divides it by its root mean square, sqrt(mean(x**2) + eps)."),
+        ((x - mean) / _rms(x, eps) * gain,
+         "you subtracted the mean: RMSNorm does not centre the vector, it only divides it by sqrt(mean(x**2) + eps)."),
+        (x / _rms(x, eps), "the output ignores gain: multiply the normalised vector by gain."),
+        (x / torch.sqrt(square_sum / (D - 1) + eps) * gain,
+         "you divided the sum of squares by D - 1: the mean of the squares divides by D, x.pow(2).mean(-1)."),
+        (x / torch.sqrt(x.var(-1, keepdim=True) + eps) * gain, std + "sqrt(x.pow(2).mean(-1, keepdim=True) + eps)."),
+        (x / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * gain,
+         std + "sqrt(x.pow(2).mean(-1, keepdim=True) + eps)."),
+        (x / (x.std(-1, keepdim=True) + eps) * gain, std + "sqrt(x.pow(2).mean(-1, keepdim=True) + eps)."),
+        (x / torch.sqrt(square_sum + eps) * gain,
+         "you divided by the vector's length, sqrt(sum of squares): RMSNorm divides by the root of the *mean* of "
+         "the squares, sqrt(D) times smaller."),
+        (x / whole * gain,
+         "you took one root mean square for the whole tensor: take it over the last axis only, "
+         "x.pow(2).mean(-1, keepdim=True), so each position gets its own."),
+    ]
+    for value, hint in mistakes:
+        if torch.allclose(got, value, atol=1e-4):
+            return hint
+    return None
+
+
+def check_rms_norm(rms_norm: Callable[..., Tensor]) -> None:
+    """``rms_norm(x, gain, eps)`` must be x / sqrt(mean(x**2) + eps) * gain over the last axis of x [..., D]."""
+    # x [2, 3, 5]: positions on very different scales, all shifted from 0, so centring shows
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 5, generator=g) * torch.tensor([1.0, 10.0, 0.1])[None, :, None] + 3.0
+    gain = torch.rand(5, generator=g) * 2 + 0.5  # far from 1, so an answer that skips it shows
+    got = _call_rms_norm(rms_norm, x.clone(), gain.clone(), 1e-5)
+    if isinstance(got, Tensor) and got.shape == x.shape and got.is_floating_point():
+        if hint := _rms_mistake(got.detach().float(), x, gain, 1e-5):
+            raise CheckFailed(hint)
+    assert_tensor(got, x / _rms(x, 1e-5) * gain, "rms_norm(x, gain, 1e-5) on x of shape (2, 3, 5)")
     # Another shape, one the learner never sees: [..., D] with three leading axes and D = 7.
-    g = torch.Generator().manual_seed(1)
-    x, gain, bias = torch.randn(2, 2, 3, 7, generator=g) * 4 - 1, torch.rand(7, generator=g) + 0.5, torch.randn(7, generator=g)
-    assert_tensor(_call_layer_norm(layer_norm, x.clone(), gain, bias, 1e-5), F.layer_norm(x, (7,), gain, bias, 1e-5),
-                  "layer_norm(x, gain, bias, 1e-5) on x of shape (2, 2, 3, 7)")
-    # A position whose features are (nearly) all equal has variance ~0: only eps keeps it finite.
-    flat = torch.tensor([[2.0, 2.0, 2.0, 2.001]])
-    ones, zeros = torch.ones(4), torch.zeros(4)
+    x, gain = torch.randn(2, 2, 3, 7, generator=g) * 4 - 1, torch.rand(7, generator=g) + 0.5
+    assert_tensor(_call_rms_norm(rms_norm, x.clone(), gain, 1e-5), x / _rms(x, 1e-5) * gain,
+                  "rms_norm(x, gain, 1e-5) on x of shape (2, 2, 3, 7)")
+    # A vector of zeros, whose root mean square is 0: only eps keeps 0 / 0 from being nan. And a
+    # nearly-zero vector, where eps outside the root would give other numbers than eps inside.
+    small = torch.tensor([[0.0, 0.0, 0.0, 0.0], [1e-4, -2e-4, 3e-4, 5e-5]])
+    ones = torch.ones(4)
     for eps in (1e-5, 1e-2):
-        assert_tensor(_call_layer_norm(layer_norm, flat.clone(), ones, zeros, eps), F.layer_norm(flat, (4,), eps=eps),
-                      f"layer_norm of a nearly constant vector with eps={eps} (eps goes inside the square root)")
-    passed("your layer_norm matches torch.nn.functional.layer_norm, gain, bias and eps included.")
+        got = _call_rms_norm(rms_norm, small.clone(), ones, eps)
+        if isinstance(got, Tensor) and got.shape == small.shape and got.is_floating_point():
+            got = got.detach().float()
+            if not bool(torch.isfinite(got[0]).all()):
+                raise CheckFailed(f"a vector of zeros gave {got[0].tolist()}: its mean square is 0, and 0 / 0 is "
+                                  "nan. Add eps inside the square root, sqrt(mean(x**2) + eps).")
+            if torch.allclose(got, small / (small.pow(2).mean(-1, keepdim=True).sqrt() + eps), atol=1e-5):
+                raise CheckFailed("eps belongs inside the square root: divide by sqrt(mean(x**2) + eps), not "
+                                  "sqrt(mean(x**2)) + eps. The two differ for a vector close to zero.")
+        assert_tensor(got, small / _rms(small, eps),
+                      f"rms_norm of a zero and a nearly-zero vector with eps={eps} (eps goes inside the root)")
+    passed("your rms_norm divides each vector by its root mean square and applies the gain, eps included.")
 
 
 class _FixedDropout(nn.Module):

@@ -1,4 +1,4 @@
-"""Checkers for chapter 8, the decoder side: the causal mask, one greedy step, cross-attention keys.
+"""Checkers for chapter 8, the decoder side: the causal mask, the cache's memory, cross-attention keys.
 
 Axes: B batch, S source length, T target length, V vocabulary size, H heads, Dh head size.
 
@@ -8,19 +8,19 @@ leaves the learner's random stream where it was.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
-from ..decoding import greedy_decode
+from ..config import TransformerConfig
 from ..masks import causal_mask
 from ..model import Transformer
 from ..multi_head import split_heads
-from . import CheckFailed, assert_tensor, call, forbidding, passed
+from . import CheckFailed, assert_tensor, call, forbidding, keeps_random_state, passed
 from .. import masks
 
-__all__ = ["check_causal_mask", "check_next_tokens", "check_cross_attention_keys"]
+__all__ = ["check_causal_mask", "check_cache_bytes", "check_cross_attention_keys"]
 
 
 def _tiny_model(seed: int = 0) -> Transformer:
@@ -81,52 +81,75 @@ def check_causal_mask(causal_mask_fn: Callable[[int], Tensor]) -> None:
     passed("your causal mask hides exactly the future positions, as tx.causal_mask does, for T = 1 to 6.")
 
 
-def check_next_tokens(next_tokens: Callable[[Tensor, Tensor, int], Tensor]) -> None:
-    """``next_tokens(logits [B, T, V], done [B], pad_id) -> [B]``: argmax at the last position, pad if done."""
-    g = torch.Generator().manual_seed(0)
-    logits = torch.randn(4, 3, 7, generator=g)
-    logits[:, 0, 6] = 10.0  # the first position would always pick id 6; the last position must decide
-    done = torch.tensor([False, True, False, False])
-    got = call(next_tokens, logits, done, 0)
-    expected = logits[:, -1].argmax(dim=-1).masked_fill(done, 0)  # [B]
-    if isinstance(got, Tensor) and got.shape == expected.shape:
-        if torch.equal(got, logits[:, 0].argmax(-1).masked_fill(done, 0)):
-            raise CheckFailed("you used the first position's logits: the next word is predicted by the last one, logits[:, -1].")
-        if torch.equal(got, logits[:, -1].argmax(-1)):
-            raise CheckFailed(f"row 1 has finished (done[1] is True): its token must be pad_id, got {int(got[1])}.")
-    if isinstance(got, Tensor) and got.is_floating_point():
-        raise CheckFailed("next_tokens should return integer token ids (argmax gives torch.long), not probabilities.")
-    assert_tensor(got, expected, "next_tokens(logits [4, 3, 7], done, pad_id=0)")
-    # Another batch, with a pad_id other than 0: the learner never sees it.
-    logits, done = torch.randn(2, 5, 9, generator=g), torch.tensor([True, False])
-    got = call(next_tokens, logits.clone(), done.clone(), 3)
-    expected = logits[:, -1].argmax(dim=-1).masked_fill(done, 3)  # [B]
-    if isinstance(got, Tensor) and got.shape == expected.shape and int(got[0]) == 0:
-        raise CheckFailed("a finished sentence got id 0: use the pad_id argument (here 3), not a fixed 0.")
-    assert_tensor(got.long() if isinstance(got, Tensor) and not got.is_floating_point() else got, expected,
-                  "next_tokens(logits [2, 5, 9], done, pad_id=3)")
-    # Now drive a whole decoding loop with it and compare with tx.greedy_decode.
-    model, src = _tiny_model(), _source()
-    first = greedy_decode(model, src, 6, bos_id=1, eos_id=-1, use_cache=False)  # -1: never stops
-    eos = int(first[0, 3])  # so that row 0 finishes at step 3 and the others must wait, padded
-    expected_ys = greedy_decode(model, src, 6, bos_id=1, eos_id=eos, use_cache=False)
+def _cache_nbytes(config: TransformerConfig, batch: int, max_len: int, src_len: int, seed: int) -> int:
+    """Bytes of the keys and values a tx cache holds after one decoding step of a model built from ``config``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Transformer.from_config(config).eval()
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, config.src_vocab_size, (batch, src_len), generator=g)  # [B, S]
+    cache = model.new_cache(max_len)
     with torch.no_grad():
-        memory = model.encode(src)
-        ys = torch.ones(3, 1, dtype=torch.long)
-        finished = torch.zeros(3, dtype=torch.bool)
-        for _ in range(6):
-            token = call(next_tokens, model.decode(memory, src, ys), finished.clone(), 0)
-            if not isinstance(token, Tensor) or token.shape != (ys.size(0),):
-                shape = tuple(token.shape) if isinstance(token, Tensor) else type(token).__name__
-                raise CheckFailed(f"in a decoding loop over {ys.size(0)} sentences, next_tokens returned {shape}; "
-                                  f"expected one id per sentence, shape ({ys.size(0)},).")
-            ys = torch.cat([ys, token.view(-1, 1).long()], dim=1)
-            finished = finished | (token == eos)
-            if bool(finished.all()):
-                break
-    if ys.shape != expected_ys.shape or not torch.equal(ys, expected_ys):
-        raise CheckFailed(f"a greedy loop built on next_tokens gave\n{ys}\nbut tx.greedy_decode gives\n{expected_ys}.")
-    passed("next_tokens picks the most probable word at the last position and pads finished rows, as tx.greedy_decode does.")
+        model.decode(model.encode(src), src, torch.ones(batch, 1, dtype=torch.long), cache)
+    return sum(t.nbytes for c in cache.self_attn + cache.cross_attn for t in (c.k, c.v))
+
+
+def _cache_mistakes(config: TransformerConfig, B: int, max_len: int, S: int) -> list[tuple[int, str]]:
+    """(what a mistake gives, its hint), most likely first: the count with one factor wrong or one part missing."""
+    L, D, H = config.n_layers, config.d_model, config.n_heads
+    right = L * 2 * B * D * (max_len + S) * 4
+    return [
+        (right // 2, "that is half the bytes: the cache keeps the keys and the values, two tensors "
+                     "[B, H, positions, Dh] per attention layer, and a float32 number takes 4 bytes, not 2."),
+        (right // 4, "that is a quarter of the bytes: you counted numbers (or 1 byte each); a float32 takes 4 bytes."),
+        (right * 2, "that is twice the bytes: a float32 number takes 4 bytes, not 8."),
+        (L * 2 * B * D * max_len * 4, "you left out the cross-attention's cache: every decoder layer also keeps the "
+                                      "memory's keys and values, src_len positions, in a static KVCache."),
+        (L * 2 * B * D * S * 4, "you counted only the cross-attention's cache: every decoder layer also keeps its "
+                                "self-attention's keys and values, max_len positions."),
+        (L * 2 * B * D * (1 + S) * 4, "after one step the self-attention's cache has one position filled, but "
+                                      "KVCache.update allocates its buffers for all max_len positions at the first "
+                                      "step: count max_len."),
+        (L * 2 * B * D * 2 * max_len * 4, "the cross-attention's cache holds the source's keys and values: src_len "
+                                          "positions, not max_len."),
+        (right * H, "you gave every head d_model numbers; a head has Dh = d_model / n_heads, so the n_heads heads "
+                    "together hold d_model numbers per position."),
+        (right // H, "you counted one head: the cache holds every head, n_heads * Dh = d_model numbers per position."),
+        (right // B, "the cache holds every sentence of the batch: multiply by batch."),
+        (right // L, "every decoder layer has caches of its own: multiply by n_layers."),
+    ]
+
+
+@keeps_random_state
+def check_cache_bytes(cache_bytes: Callable[[TransformerConfig, int, int, int], Any]) -> None:
+    """``cache_bytes(config, batch, max_len, src_len) -> int``: the bytes of a filled tx cache, from the config alone."""
+    g = torch.Generator().manual_seed(8)
+    hidden = int(torch.randint(1, 4, (1,), generator=g)), int(torch.randint(2, 6, (1,), generator=g))
+    # (n_layers, d_model, n_heads, batch, max_len, src_len): the first has every mistake give a different count
+    cases = [(3, 16, 8, 5, 7, 4), (2, 12, 3, 2, 3, 9), (1, 8, 1, 1, 1, 1), (hidden[0], 4 * hidden[1], 2, 3, 6, 5)]
+    for n_layers, d_model, n_heads, B, max_len, S in cases:
+        config = TransformerConfig(13, 11, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model,
+                                   dropout=0.0, max_len=16)
+        expected = _cache_nbytes(config, B, max_len, S, seed=n_layers * d_model)
+        with forbidding([(Transformer, "__init__")], "count from the config, without building the model."):
+            got = call(cache_bytes, config, B, max_len, S)
+        if isinstance(got, Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, float) and got.is_integer():
+            got = int(got)
+        if not isinstance(got, int) or isinstance(got, bool):
+            raise CheckFailed(f"cache_bytes should return a whole number of bytes, an int; got {got!r}.")
+        if got == expected:
+            continue
+        where = (f"cache_bytes(config with n_layers={n_layers}, d_model={d_model}, n_heads={n_heads}; "
+                 f"batch={B}, max_len={max_len}, src_len={S}) = {got}; expected {expected}.")
+        hints = [hint for value, hint in _cache_mistakes(config, B, max_len, S) if value == got]
+        hint = hints[0][0].upper() + hints[0][1:] if hints else (
+            "Count, for each of the n_layers decoder layers, the keys and the values of its self-attention "
+            "(max_len positions) and of its cross-attention (src_len positions), each [batch, n_heads, positions, "
+            "d_model / n_heads], at 4 bytes a number.")
+        raise CheckFailed(f"{where} {hint}")
+    passed("your count matches the bytes of the keys and values a tx cache holds, for every size.")
 
 
 def check_cross_attention_keys(cross_attention_keys: Callable[..., Tensor]) -> None:
