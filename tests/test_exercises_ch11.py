@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from functools import partial
 
 import pytest
 import torch
@@ -11,13 +13,24 @@ import tx
 from tx.exercises import ch11
 
 
-def greedy(next_log_probs, bos_id, eos_id, max_len):
-    ids = [bos_id]
-    for _ in range(max_len):
-        ids.append(int(next_log_probs(ids).argmax()))
-        if ids[-1] == eos_id:
-            break
-    return ids
+def best_sentence(next_log_probs, bos_id, eos_id, max_len):
+    # depth-first, the most probable continuation first; prune below the best finished
+    best, best_lp = None, -math.inf
+
+    def extend(prefix, lp):
+        nonlocal best, best_lp
+        if lp < best_lp:
+            return
+        log_probs = next_log_probs(prefix)
+        if lp + float(log_probs[eos_id]) > best_lp:
+            best, best_lp = prefix + [eos_id], lp + float(log_probs[eos_id])
+        if len(prefix) < max_len:  # room for one more token and eos_id
+            for t in log_probs.argsort(descending=True).tolist():
+                if t != eos_id:
+                    extend(prefix + [t], lp + float(log_probs[t]))
+
+    extend([bos_id], 0.0)
+    return best
 
 
 def beam_step(scores, log_probs, eos_id):
@@ -35,7 +48,7 @@ def crossing_alpha(a, b):
 
 
 def test_right_answers_pass(capsys):
-    ch11.check_greedy(greedy)
+    ch11.check_best_sentence(best_sentence)
     ch11.check_beam_step(beam_step)
     ch11.check_crossing_alpha(crossing_alpha)
     assert capsys.readouterr().out.count("Correct:") == 3
@@ -45,56 +58,167 @@ def test_checkers_leave_the_callers_random_state_alone():
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    ch11.check_greedy(greedy)
+    ch11.check_best_sentence(best_sentence)
     ch11.check_beam_step(beam_step)
     torch.testing.assert_close(torch.rand(3), expected)
 
 
-def greedy_without_stopping(next_log_probs, bos_id, eos_id, max_len):
+def exact_search(next_log_probs, bos_id, eos_id, max_len, prune=lambda lp, best_lp: lp < best_lp,
+                 keep_eos=True, room=lambda prefix, max_len: len(prefix) < max_len, bound_of=None):
+    # best_sentence with one piece swapped for a wrong one; bound_of(prefix lp, sentence lp) is the
+    # log-prob a finished sentence sets as the bound
+    best, best_lp, bound = None, -math.inf, -math.inf
+
+    def extend(prefix, lp):
+        nonlocal best, best_lp, bound
+        if prune(lp, bound):
+            return
+        log_probs = next_log_probs(prefix)
+        ending = lp + float(log_probs[eos_id])
+        if ending > best_lp:
+            best, best_lp = prefix + [eos_id] * keep_eos, ending
+            bound = ending if bound_of is None else bound_of(lp, ending)
+        if room(prefix, max_len):
+            for t in log_probs.argsort(descending=True).tolist():
+                if t != eos_id:
+                    extend(prefix + [t], lp + float(log_probs[t]))
+
+    extend([bos_id], 0.0)
+    return best
+
+
+def every_sentence(next_log_probs, bos_id, eos_id, max_len, rank=lambda ids, lp: lp):
+    # brute force: every finished sentence, the best by rank(ids, log-prob)
+    found = []
+
+    def visit(prefix, lp):
+        log_probs = next_log_probs(prefix)
+        found.append((prefix + [eos_id], lp + float(log_probs[eos_id])))
+        if len(prefix) < max_len:
+            for t in range(len(log_probs)):
+                if t != eos_id:
+                    visit(prefix + [t], lp + float(log_probs[t]))
+
+    visit([bos_id], 0.0)
+    return max(found, key=lambda s: rank(*s))[0]
+
+
+def greedy(next_log_probs, bos_id, eos_id, max_len):
     ids = [bos_id]
     for _ in range(max_len):
-        ids.append(int(next_log_probs(ids).argmax()))
-    return ids
-
-
-def greedy_dropping_eos(next_log_probs, bos_id, eos_id, max_len):
-    return [t for t in greedy(next_log_probs, bos_id, eos_id, max_len) if t != eos_id]
-
-
-def greedy_one_step_too_many(next_log_probs, bos_id, eos_id, max_len):
-    return greedy(next_log_probs, bos_id, eos_id, max_len + 1)
-
-
-def greedy_one_step_too_few(next_log_probs, bos_id, eos_id, max_len):
-    ids = [bos_id]
-    for _ in range(max_len - 1):
         ids.append(int(next_log_probs(ids).argmax()))
         if ids[-1] == eos_id:
             break
     return ids
 
 
-def greedy_second_best(next_log_probs, bos_id, eos_id, max_len):
+def prefixes_count_as_sentences(next_log_probs, bos_id, eos_id, max_len):
+    # A prefix that reaches max_len is taken as a sentence, as greedy decoding's would be.
+    best, best_lp = None, -math.inf
+
+    def extend(prefix, lp):
+        nonlocal best, best_lp
+        if lp < best_lp:
+            return
+        if len(prefix) - 1 == max_len:
+            best, best_lp = prefix, lp
+            return
+        log_probs = next_log_probs(prefix)
+        if lp + float(log_probs[eos_id]) > best_lp:
+            best, best_lp = prefix + [eos_id], lp + float(log_probs[eos_id])
+        for t in log_probs.argsort(descending=True).tolist():
+            if t != eos_id:
+                extend(prefix + [t], lp + float(log_probs[t]))
+
+    extend([bos_id], 0.0)
+    return best
+
+
+def best_depth_first(next_log_probs, bos_id, eos_id, max_len):
+    # Prunes a prefix that is worse than one already seen at its depth: a greedy search
+    # that backtracks, not an exact one.
+    best, best_lp, at_depth = None, -math.inf, {}
+
+    def extend(prefix, lp):
+        nonlocal best, best_lp
+        if lp < best_lp or lp < at_depth.get(len(prefix), -math.inf):
+            return
+        at_depth[len(prefix)] = lp
+        log_probs = next_log_probs(prefix)
+        if lp + float(log_probs[eos_id]) > best_lp:
+            best, best_lp = prefix + [eos_id], lp + float(log_probs[eos_id])
+        if len(prefix) < max_len:
+            for t in log_probs.argsort(descending=True).tolist():
+                if t != eos_id:
+                    extend(prefix + [t], lp + float(log_probs[t]))
+
+    extend([bos_id], 0.0)
+    return best
+
+
+def past_eos(next_log_probs, bos_id, eos_id, max_len):
+    # Extends every prefix, <eos> or not, as far as max_len.
     ids = [bos_id]
-    for _ in range(max_len):
-        ids.append(int(next_log_probs(ids).topk(2).indices[1]))
-        if ids[-1] == eos_id:
-            break
-    return ids
+    next_log_probs(ids + [eos_id])
+    return best_sentence(next_log_probs, bos_id, eos_id, max_len)
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (greedy_without_stopping, "stop as soon as"),
-    (greedy_dropping_eos, "without keeping it"),
-    (greedy_one_step_too_many, "at most max_len"),
-    (greedy_one_step_too_few, "you stopped after"),
-    (greedy_second_best, "argmax"),
-    (lambda f, b, e, n: greedy(f, b, e, n)[1:], "starts with bos_id"),
+    (greedy, "greedy decoding's sentence"),
+    (partial(exact_search, keep_eos=False), "without its eos_id"),
+    (prefixes_count_as_sentences, "an unfinished prefix"),
+    (partial(exact_search, prune=lambda lp, best_lp: lp > best_lp), "cut the root"),  # the wrong way round
+    (partial(exact_search, bound_of=lambda lp, ending: lp), "your pruning cut it"),  # the bound forgets <eos>
+    (best_depth_first, "your pruning cut it"),
+    (partial(exact_search, room=lambda prefix, max_len: True), "at most max_len"),  # runs on past max_len
+    (partial(exact_search, room=lambda prefix, max_len: True, prune=lambda lp, best_lp: False), "at most max_len"),
+    (partial(exact_search, room=lambda prefix, max_len: len(prefix) <= max_len), "at most max_len"),  # one too many
+    (partial(every_sentence, rank=lambda ids, lp: lp / (len(ids) - 1)), "per token"),  # length-normalised
+    (every_sentence, "never pruned"),
+    (past_eos, "nothing comes after it"),
+    (lambda f, b, e, n: best_sentence(f, b, e, n)[1:], "starts with bos_id"),
     (lambda f, b, e, n: "the cat", "list of token ids"),
+    (lambda f, b, e, n: None, "no sentence"),
 ])
-def test_greedy_checker_rejects(wrong, hint):
+def test_best_sentence_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
-        ch11.check_greedy(wrong)
+        ch11.check_best_sentence(wrong)
+
+
+def test_best_sentence_checker_counts_what_the_pruning_spared(capsys):
+    ch11.check_best_sentence(best_sentence)
+    asked, every = map(int, re.search(r"about (\d+) prefixes where trying every sentence asks about (\d+)",
+                                      capsys.readouterr().out).groups())
+    # brute force asks about every prefix without <eos> of 0 .. max_len - 1 tokens, once
+    assert every == sum((m().V - 1) ** k for _, m in ch11._exact_cases() for k in range(m().max_len))
+    assert 0 < asked < every / 10
+
+
+def test_the_exact_search_cases_show_each_mistake():
+    # the cases the hints rely on: greedy's sentence and the best per token are not the best
+    # sentence; a search that runs past max_len finds a more probable, longer one
+    for description, new_model in ch11._exact_cases():
+        model = new_model()
+        every = ch11._every_sentence(model)
+        ranked = sorted(every, key=every.get, reverse=True)
+        best = ranked[0]
+        assert every[ranked[0]] - every[ranked[1]] > 0.01, description  # one clear winner
+        assert ch11._greedy(model) != best and len(best) > 2, description
+        assert max(every, key=lambda s: every[s] / (len(s) - 1)) != best, description
+        assert abs(model.score(best) - every[best]) < 1e-9
+    longer = ch11._exact_cases()[-1][1]()
+    assert len(exact_search(longer, longer.bos_id, longer.eos_id, longer.max_len + 1)) - 1 > longer.max_len
+
+
+def test_brute_force_of_the_exact_search_agrees_with_a_hand_count():
+    # V=2: token 0 and eos_id=1; max_len=2 allows exactly [bos, 1] and [bos, 0, 1]
+    model = ch11._RandomModel(seed=0, V=2, eos_id=1, max_len=2, sharpness=1.0)
+    every = ch11._every_sentence(model)
+    assert set(every) == {(2, 1), (2, 0, 1)}
+    p = [model.log_probs((2,)), model.log_probs((2, 0))]
+    assert every[(2, 1)] == pytest.approx(float(p[0][1]))
+    assert every[(2, 0, 1)] == pytest.approx(float(p[0][0] + p[1][1]))
+    assert model.asked == set()  # brute force's own questions are not counted as the learner's
 
 
 def plain_top_k(scores, log_probs, eos_id):

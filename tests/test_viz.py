@@ -385,6 +385,15 @@ def test_beam_search_tree_draws_the_best_hypothesis_on_the_top_row():
         viz.beam_search_tree(trace, TREE_VOCAB, best=[6, 3, 5])
 
 
+def test_beam_search_tree_leaves_the_best_row_empty_after_its_eos():
+    """After the best hypothesis ends, no later box sits on its row: it would read as going on past <eos>."""
+    # best = "<bos> am <eos>" ends at step 2; the search goes on to step 5 with "i am a ..."
+    ax = viz.beam_search_tree(_trace(), TREE_VOCAB, best=[6, 1, 5])
+    boxes = {t.get_position() for t in ax.texts}
+    assert not any(x > 2 and y == 0 for x, y in boxes)
+    assert (3, 1) in boxes and ax.get_ylim()[0] >= 1.5  # the later steps one row down, with room
+
+
 def test_beam_search_tree_greys_a_beam_the_search_stopped_with():
     # A beam of one: "<eos>" ends the search at step 5 while "a" is still alive; that beam is
     # never extended, so it must not look kept.

@@ -1,10 +1,10 @@
-"""Checkers for chapter 11, greedy decoding and beam search.
+"""Checkers for chapter 11, exact search, beam search and the length penalty.
 
-Axes: K beam size, V vocabulary size, L generated length. Each checker builds a small
-seeded :class:`~tx.model.Transformer` of its own (its weights random, so no answer can be
-guessed from the book's corpus), compares the learner's answer with what
-:func:`tx.decoding.greedy_decode` and :func:`tx.decoding.beam_search` do on it, and prints one line when
-it is right.
+Axes: K beam size, V vocabulary size, L generated length. The checkers of beam search build
+a small seeded :class:`~tx.model.Transformer` of their own (its weights random, so no answer
+can be guessed from the book's corpus) and compare the learner's answer with what
+:func:`tx.decoding.beam_search` does on it; the checker of exact search builds small random
+models whose every sentence it can enumerate. Each prints one line when the answer is right.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import Tensor
 
-from ..decoding import beam_search, greedy_decode, normalised_score
+from ..decoding import beam_search, normalised_score
 from ..model import Transformer
 from . import CheckFailed, as_number, assert_number, call, passed
 
-__all__ = ["brute_force_step", "check_greedy", "check_beam_step", "check_crossing_alpha"]
+__all__ = ["brute_force_step", "check_best_sentence", "check_beam_step", "check_crossing_alpha"]
 
 BOS, EOS = 1, 2
 
@@ -45,58 +45,194 @@ def _as_ids(got: Any, what: str) -> list[int]:
     return list(got)
 
 
-# --------------------------------------------------------------------------- greedy
+# --------------------------------------------------------------------------- exact search
 
 
-def check_greedy(fn: Callable[[Callable[[list[int]], Tensor], int, int, int], Sequence[int]]) -> None:
-    """``fn(next_log_probs, bos_id, eos_id, max_len) -> ids``: the tokens :func:`tx.decoding.greedy_decode` picks.
+Sentence = tuple[int, ...]  # token ids: bos_id, the generated tokens, eos_id
 
-    ``next_log_probs(prefix)`` returns the model's log-probabilities [V] for the word after
-    ``prefix`` (a list of ids starting with ``bos_id``). The answer starts with ``bos_id``,
-    ends at the first ``eos_id`` (kept) or after ``max_len`` generated tokens.
+
+class _RandomModel:
+    """``next_log_probs`` of a small random model: every prefix gets its own seeded distribution [V].
+
+    Its tokens are 0 .. V-1, ``eos_id`` among them; ``bos_id`` is V, so it is never generated.
+    After k generated tokens the logit of ``eos_id`` is shifted by ``eos_bias[k]`` (the last
+    entry from there on), which makes a case's sentences end early or late. Distributions are
+    cached: brute force and the learner's search read the same numbers, and ``asked`` counts the
+    prefixes the learner's search asked about.
     """
-    model = _tiny_model(14)
-    sources = _sources(14, 3)
-    cases = [(sources[:1], EOS, 6)]  # this model never picks <eos>: the loop runs max_len steps
-    for b in (1, 2):
-        src = sources[b : b + 1]  # [1, S]
-        free_run = greedy_decode(model, src, 8, BOS, EOS)[0].tolist()
-        # Call a word the model does pick "<eos>", so the stopping rule is tested too: the
-        # first word that differs from its first word (a stop mid-sentence), else that first
-        # word (a stop after one step).
-        later = [t for t in free_run[2:] if t != free_run[1]]
-        cases.append((src, later[0] if later else free_run[1], 8))
-    for src, eos, max_len in cases:
 
-        def next_log_probs(prefix: list[int], src: Tensor = src) -> Tensor:
-            ids = _as_ids(prefix, "the prefix you pass to next_log_probs")
-            with torch.no_grad():
-                return model(src, torch.tensor([ids]))[0, -1].log_softmax(-1)  # [V]
+    def __init__(self, seed: int, V: int, eos_id: int, max_len: int, sharpness: float,
+                 eos_bias: Sequence[float] = (0.0,)):
+        self.seed, self.V, self.eos_id, self.bos_id, self.max_len = seed, V, eos_id, V, max_len
+        self.sharpness, self.eos_bias = sharpness, tuple(eos_bias)
+        self._cache: dict[Sentence, Tensor] = {}
+        self.asked: set[Sentence] = set()
 
-        expected = greedy_decode(model, src, max_len, BOS, eos)[0].tolist()
-        got = _as_ids(call(fn, next_log_probs, BOS, eos, max_len), "greedy")
-        what = f"greedy(next_log_probs, bos_id={BOS}, eos_id={eos}, max_len={max_len})"
-        if not got or got[0] != BOS:
-            raise CheckFailed(f"{what} returned {got}: the answer starts with bos_id={BOS}, the prefix every step extends.")
-        for t, (a, b) in enumerate(zip(got, expected)):
-            if a != b:
-                raise CheckFailed(
-                    f"{what}: token {t} is {a}, greedy decoding picks {b} (the argmax of next_log_probs of the "
-                    f"prefix {expected[:t]}). Got {got}, expected {expected}."
-                )
-        if len(got) != len(expected):
-            if expected[-1] == eos and got == expected[:-1]:
-                hint = f"you stopped at eos_id={eos} without keeping it: append it, then stop"
-            elif len(got) > len(expected) and eos in got:
-                hint = f"stop as soon as you append eos_id={eos}, keeping it"
-            elif len(got) > len(expected):
-                hint = f"you generated {len(got) - 1} tokens after <bos>; generate at most max_len={max_len}"
-            else:
-                hint = (f"you stopped after {len(got) - 1} tokens, before eos_id={eos} was picked; go on until "
-                        f"eos_id or max_len={max_len} tokens after <bos>")
-            raise CheckFailed(f"{what} returned {len(got)} ids, expected {len(expected)}: {hint}. "
-                                 f"Got {got}, expected {expected}.")
-    passed("your loop picks the same words as tx.greedy_decode and stops at the same place.")
+    def log_probs(self, prefix: Sentence) -> Tensor:
+        """The distribution [V] of the token after ``prefix``, without counting it as asked."""
+        if prefix not in self._cache:
+            code = self.seed
+            for t in prefix:  # one seed per prefix, the same on every run
+                code = (code * 1_000_003 + t + 1) % (2**61 - 1)
+            logits = torch.randn(self.V, generator=torch.Generator().manual_seed(code)) * self.sharpness  # [V]
+            logits[self.eos_id] += self.eos_bias[min(len(prefix) - 1, len(self.eos_bias) - 1)]
+            self._cache[prefix] = logits.log_softmax(-1)
+        return self._cache[prefix]
+
+    def score(self, sentence: Sentence) -> float:
+        """log P(sentence): the sum of the log-probabilities of its generated tokens."""
+        return sum(float(self.log_probs(sentence[:t])[sentence[t]]) for t in range(1, len(sentence)))
+
+    def __call__(self, prefix: Any) -> Tensor:
+        """What the learner's search calls: checks the prefix, counts it, returns a copy of its distribution."""
+        ids = tuple(_as_ids(prefix, "the prefix you pass to next_log_probs"))
+        if not ids or ids[0] != self.bos_id:
+            raise CheckFailed(f"you called next_log_probs({list(ids)}): a prefix starts with bos_id={self.bos_id}.")
+        if self.eos_id in ids[1:]:
+            raise CheckFailed(f"you called next_log_probs({list(ids)}), a prefix that holds eos_id={self.eos_id}: "
+                              "a sentence ends at eos_id, so nothing comes after it. Record it as a finished "
+                              "sentence instead of extending it.")
+        if len(ids) - 1 > self.max_len + 2:
+            raise CheckFailed(f"you called next_log_probs on a prefix of {len(ids) - 1} tokens after bos_id, with "
+                              f"max_len={self.max_len}: a sentence has at most max_len tokens after bos_id, eos_id "
+                              "included, so stop extending a prefix when it has no room left for eos_id.")
+        if not all(0 <= t < self.V for t in ids[1:]):
+            raise CheckFailed(f"you called next_log_probs({list(ids)}), whose tokens are not all ids of the "
+                              f"model's V={self.V} tokens (0 to {self.V - 1}).")
+        self.asked.add(ids)
+        return self.log_probs(ids).clone()
+
+
+def _every_sentence(model: _RandomModel) -> dict[Sentence, float]:
+    """Brute force: every finished sentence of at most max_len generated tokens, with its log-probability.
+
+    Each prefix without eos_id, of 0 to max_len - 1 generated tokens, is asked about once and ends
+    one sentence (itself and eos_id); so the dictionary has one entry per prefix asked about.
+    """
+    found: dict[Sentence, float] = {}
+    V, eos = model.V, model.eos_id
+
+    def visit(prefix: Sentence, score: float) -> None:
+        lp = model.log_probs(prefix)  # [V]
+        found[prefix + (eos,)] = score + float(lp[eos])
+        if len(prefix) < model.max_len:  # room for one more token and eos_id
+            for t in range(V):
+                if t != eos:
+                    visit(prefix + (t,), score + float(lp[t]))
+
+    visit((model.bos_id,), 0.0)
+    return found
+
+
+def _greedy(model: _RandomModel) -> Sentence:
+    """Greedy decoding's sentence: the argmax at every step, up to eos_id or max_len tokens."""
+    ids: Sentence = (model.bos_id,)
+    while len(ids) - 1 < model.max_len and (len(ids) == 1 or ids[-1] != model.eos_id):
+        ids += (int(model.log_probs(ids).argmax()),)
+    return ids
+
+
+ExactCase = tuple[str, Callable[[], _RandomModel]]
+
+
+def _exact_cases() -> list[ExactCase]:
+    """(description, a fresh model) for every case. Each was chosen for a mistake it shows:
+
+    V=5 and V=6: greedy decoding's sentence is not the best, nor is the one with the best
+    log-probability per token. The last: <eos> is unlikely until max_len tokens are written and
+    likely after, so a search that ignores max_len finds a longer, more probable sentence.
+    """
+    return [
+        ("a random model of V=5 tokens, eos_id=0, max_len=5",
+         lambda: _RandomModel(seed=15, V=5, eos_id=0, max_len=5, sharpness=1.5, eos_bias=(-2.0, -1.0, 0.0))),
+        ("a random model of V=6 tokens, eos_id=3, max_len=6",
+         lambda: _RandomModel(seed=38, V=6, eos_id=3, max_len=6, sharpness=1.5, eos_bias=(-2.0, -1.0, 0.0))),
+        ("a random model of V=6 tokens, eos_id=5, max_len=5, whose sentences would rather be longer",
+         lambda: _RandomModel(seed=6, V=6, eos_id=5, max_len=5, sharpness=1.5, eos_bias=(-3.0,) * 5 + (6.0,))),
+    ]
+
+
+def _show(model: _RandomModel, sentence: Sentence) -> str:
+    return f"{list(sentence)} (log P = {model.score(sentence):.3f})"
+
+
+def _check_sentence(what: str, model: _RandomModel, got: list[int], every: dict[Sentence, float]) -> None:
+    """CheckFailed, with the mistake named, unless ``got`` is the most probable finished sentence."""
+    bos, eos, max_len = model.bos_id, model.eos_id, model.max_len
+    best = max(every, key=every.get)
+    if not got or got[0] != bos:
+        raise CheckFailed(f"{what} returned {got}: a sentence starts with bos_id={bos}.")
+    if len(got) - 1 > max_len:
+        raise CheckFailed(f"{what} returned {got}, {len(got) - 1} tokens after bos_id: a sentence has at most "
+                          f"max_len={max_len}, eos_id included. Stop extending a prefix that has no room for eos_id.")
+    if eos in got[1:-1]:
+        raise CheckFailed(f"{what} returned {got}, which goes on after eos_id={eos}: a sentence ends there.")
+    if not all(0 <= t < model.V for t in got[1:]):
+        raise CheckFailed(f"{what} returned {got}, whose tokens are not all ids of the model's V={model.V} tokens.")
+    sentence = tuple(got)
+    if got[-1] != eos:
+        if sentence + (eos,) == best:
+            raise CheckFailed(f"{what} returned {got}: the best sentence, without its eos_id={eos}. Keep it: the "
+                              "sentence's log-probability includes the probability of ending there.")
+        raise CheckFailed(
+            f"{what} returned {got}, an unfinished prefix: a sentence counts only once it ends with eos_id={eos}. "
+            "A prefix scores higher than any sentence that starts with it only because it has not yet paid for "
+            f"the token that ends it. The best finished sentence is {_show(model, best)}."
+        )
+    if sentence == best:
+        return
+    mine = f"{what} returned {_show(model, sentence)}, but {_show(model, best)} is more probable"
+    if sentence == _greedy(model):
+        raise CheckFailed(f"{mine}. Yours is greedy decoding's sentence: the first sentence a search finishes "
+                          "need not be the best. Go on trying every prefix whose log-probability is still above "
+                          "that of the best finished sentence so far.")
+    per_token = max(every, key=lambda s: every[s] / (len(s) - 1))
+    if sentence == per_token:
+        raise CheckFailed(f"{mine}. Yours has the best log-probability per token (the sum divided by its length, "
+                          "a length penalty with alpha = 1): rank finished sentences by the sum itself.")
+    for t in range(1, len(best)):
+        if best[:t] not in model.asked:
+            raise CheckFailed(
+                f"{mine}. Your search never asked next_log_probs about {list(best[:t])}, a prefix of the best "
+                f"sentence, although its log-probability, {model.score(best[:t]):.3f}, is above that of any "
+                "sentence you finished: your pruning cut it. Prune a prefix only when its log-probability is "
+                "below that of the best finished sentence found so far."
+            )
+    raise CheckFailed(f"{mine}: return the finished sentence with the highest log-probability.")
+
+
+def check_best_sentence(fn: Callable[[Callable[[list[int]], Tensor], int, int, int], Sequence[int]]) -> None:
+    """``fn(next_log_probs, bos_id, eos_id, max_len) -> ids``: the most probable finished sentence, by exact search.
+
+    ``next_log_probs(prefix)`` returns the log-probabilities [V] of the token after ``prefix``
+    (a list of ids starting with ``bos_id``). The answer starts with ``bos_id``, ends with
+    ``eos_id`` and has at most ``max_len`` tokens after ``bos_id``. Each case's random model is
+    searched by brute force too; the prefixes the learner's search asked about are counted.
+    """
+    asked = every_prefix = 0
+    for description, new_model in _exact_cases():
+        model = new_model()
+        every = _every_sentence(model)  # one sentence per prefix brute force asks about
+        what = f"best_sentence on {description}"
+        got = call(fn, model, model.bos_id, model.eos_id, model.max_len)
+        if got is None or (isinstance(got, (list, tuple)) and not got):
+            root = "" if (model.bos_id,) in model.asked else (
+                f" It never asked next_log_probs about [{model.bos_id}], the bare bos_id: the pruning cut the root. "
+                "Start the best finished log-probability at -inf, and prune a prefix when its log-probability "
+                "is below it, not above.")
+            raise CheckFailed(f"{what} returned {got!r}: no sentence.{root}")
+        _check_sentence(what, model, _as_ids(got, "best_sentence"), every)
+        asked += len(model.asked)
+        every_prefix += len(every)
+    if asked >= every_prefix:
+        raise CheckFailed(
+            f"your search finds the best sentences, but it asked next_log_probs about {asked} prefixes, as many as "
+            "trying every sentence does: it never pruned. Skip a prefix as soon as its log-probability is below "
+            "that of the best finished sentence found so far: nothing that extends it can do better."
+        )
+    passed(f"on {len(_exact_cases())} random models your search found the most probable sentence, asking "
+           f"next_log_probs about {asked} prefixes where trying every sentence asks about {every_prefix}: the "
+           f"pruning spared {every_prefix - asked} ({1 - asked / every_prefix:.0%}).")
 
 
 # --------------------------------------------------------------------------- one beam step

@@ -106,7 +106,7 @@ def beam_search_tree(
     "stopped" (kept, but the search ended at that step: drawn as pruned, since it was never extended).
     ``best``, the token ids of the hypothesis the search returned first (``<bos>`` included),
     draws that hypothesis's path on the top row, with bold edges, and the rest of each step
-    below it in the trace's order.
+    below it in the trace's order; at the steps after its ``<eos>`` the top row stays empty.
     """
     if not trace or len(trace[0]) != 1 or trace[0][0].get("parent") is not None:
         raise ValueError("trace[0] must hold exactly one root hypothesis with parent None")
@@ -116,13 +116,15 @@ def beam_search_tree(
             if parent is None or not 0 <= parent < len(trace[t - 1]):
                 raise ValueError(f"trace[{t}][{i}] has parent {parent!r}, but step {t - 1} has "
                                  f"{len(trace[t - 1])} hypotheses")
-    width = max(len(step) for step in trace)
     path = _path_of(trace, best)  # path[t]: the index in trace[t] of best's node
-    # row[t][i]: where trace[t][i] is drawn; best's node first, the others in order
-    row = [[i for i in range(len(step))] for step in trace]
+    # row[t][i]: where trace[t][i] is drawn; best's node first, the others in order. After
+    # best's <eos> (the steps past its path) its row stays empty: nothing extends it there.
+    after_best = len(path) if path else len(trace)  # the first step after best's <eos>
+    row = [[i + (t >= after_best) for i in range(len(step))] for t, step in enumerate(trace)]
     for t, i in enumerate(path):
         order = [i] + [j for j in range(len(trace[t])) if j != i]
         row[t] = [order.index(j) for j in range(len(trace[t]))]
+    width = max(max(r, default=0) for r in row) + 1
     ax = _new_ax(ax, (1.5 + 1.35 * len(trace), 0.8 + 0.8 * width))
     for t, step in enumerate(trace):
         for i, node in enumerate(step):
