@@ -10,19 +10,18 @@ import torch
 from tx.exercises import ch10
 
 
-def batch_loss(logits, targets, pad_id, smoothing):
-    logp = logits.log_softmax(dim=-1)  # [B, T, V]
-    V = logits.size(-1)
-    target = torch.full_like(logp, smoothing / V)
-    target.scatter_add_(-1, targets[..., None], torch.full_like(logp[..., :1], 1 - smoothing))
-    real = targets != pad_id
-    return -(target * logp).sum(-1)[real].mean()
-
-
 def loss_floor(vocab_size, smoothing):
     right, other = 1 - smoothing + smoothing / vocab_size, smoothing / vocab_size
     wrong = (vocab_size - 1) * other * math.log(other) if smoothing > 0 else 0.0
     return -right * math.log(right) - wrong
+
+
+def adam_step(param, grad, m, v, step, lr, betas=(0.9, 0.98), eps=1e-9):
+    b1, b2 = betas
+    m = b1 * m + (1 - b1) * grad
+    v = b2 * v + (1 - b2) * grad**2
+    m_hat, v_hat = m / (1 - b1**step), v / (1 - b2**step)
+    return param - lr * m_hat / (v_hat.sqrt() + eps), m, v
 
 
 def learning_rate(step, d_model, warmup):
@@ -30,54 +29,12 @@ def learning_rate(step, d_model, warmup):
 
 
 def test_right_answers_pass(capsys):
-    ch10.check_batch_loss(batch_loss)
-    ch10.check_batch_loss(lambda *args: float(batch_loss(*args)))  # a float is a number too
     ch10.check_loss_floor(loss_floor)
     ch10.check_loss_floor(lambda V, e: torch.tensor(loss_floor(V, e)))  # so is a 0-d tensor
+    ch10.check_adam_step(adam_step)
+    ch10.check_adam_step(lambda *args: list(adam_step(*args)))  # a list of three will do
     ch10.check_learning_rate(learning_rate)
     assert capsys.readouterr().out.count("Correct:") == 5
-
-
-def token_losses(logits, targets, smoothing, spread_over=None):
-    # [B, T] smoothed cross-entropies; spread_over="others" puts smoothing / (V - 1) on the wrong words only
-    logp = logits.log_softmax(-1)
-    V = logits.size(-1)
-    nll = -logp.gather(-1, targets[..., None]).squeeze(-1)
-    if spread_over == "others":
-        return (1 - smoothing) * nll + smoothing * (-logp.sum(-1) - nll) / (V - 1)
-    return (1 - smoothing) * nll - smoothing * logp.mean(-1)
-
-
-def per_sentence(logits, targets, pad_id, smoothing):
-    real = (targets != pad_id).float()
-    return ((token_losses(logits, targets, smoothing) * real).sum(1) / real.sum(1)).mean()
-
-
-def with_softmax(logits, targets, pad_id, smoothing):
-    q = logits.softmax(-1)  # probabilities where log-probabilities belong
-    q_k = q.gather(-1, targets[..., None]).squeeze(-1)
-    return -((1 - smoothing) * q_k + smoothing * q.mean(-1))[targets != pad_id].mean()
-
-
-@pytest.mark.parametrize("wrong, hint", [
-    (lambda z, t, p, e: token_losses(z, t, e).mean(), "pad positions count too"),
-    (lambda z, t, p, e: token_losses(z, t, e)[t != p].sum() / t.numel(), "divided by every position"),
-    (lambda z, t, p, e: token_losses(z, t, 0.0)[t != p].mean(), "without label smoothing"),
-    (lambda z, t, p, e: token_losses(z, t, e, "others")[t != p].mean(), "V - 1 wrong words"),
-    (lambda z, t, p, e: token_losses(z, t, e)[t != p].sum(), "sum over the real tokens"),
-    (per_sentence, "then the sentences"),
-    (with_softmax, "probabilities \\(softmax\\)"),
-    (lambda z, t, p, e: torch.nn.functional.cross_entropy(z.flatten(0, 1), t.flatten(), ignore_index=p,
-                                                          label_smoothing=e), "calls torch.nn.functional.cross_entropy"),
-    (lambda z, t, p, e: torch.nn.CrossEntropyLoss(ignore_index=p, label_smoothing=e)(z.flatten(0, 1), t.flatten()),
-     "calls CrossEntropyLoss.forward"),
-    (lambda z, t, p, e: __import__("tx").train.loss_fn(z, t, p, e), "calls tx.train.loss_fn"),
-    (lambda z, t, p, e: batch_loss(z, t, 0, e), "expected"),  # pad_id 0 hard-coded
-    (lambda z, t, p, e: token_losses(z, t, e)[t != p], "one number"),  # per token, not reduced
-])
-def test_batch_loss_checker_rejects(wrong, hint):
-    with pytest.raises(AssertionError, match=hint):
-        ch10.check_batch_loss(wrong)
 
 
 def floor_over_the_others(V, e):
@@ -133,3 +90,64 @@ def test_the_tolerance_is_relative():
     with pytest.raises(AssertionError):
         ch10.check_learning_rate(lambda s, d, w: learning_rate(s, d, w) * 1.01)
     assert math.isclose(learning_rate(4000, 512, 4000), (512 * 4000) ** -0.5)
+
+
+def adam_with(swap=False, square=lambda g: g**2, offset=0, correct=True, inside=False, sign=-1, carry=True):
+    # adam_step with one mistake: betas swapped, |grad| for grad ** 2, step counted from 0 (offset),
+    # no bias correction, eps inside the square root, ascent, or the state not returned
+    def step_fn(param, grad, m, v, step, lr, betas=(0.9, 0.98), eps=1e-9):
+        b1, b2 = reversed(betas) if swap else betas
+        new_m, new_v = b1 * m + (1 - b1) * grad, b2 * v + (1 - b2) * square(grad)
+        t = step + offset
+        m_hat, v_hat = (new_m / (1 - b1**t), new_v / (1 - b2**t)) if correct else (new_m, new_v)
+        denom = (v_hat + eps).sqrt() if inside else v_hat.sqrt() + eps
+        new_param = param + sign * lr * m_hat / denom
+        return (new_param, new_m, new_v) if carry else (new_param, m, v)
+    return step_fn
+
+
+def functional_adam(param, grad, m, v, step, lr, betas, eps):
+    torch.optim._functional.adam(
+        [param], [grad], [m], [v], [], [torch.tensor(float(step - 1))], lr=lr, beta1=betas[0], beta2=betas[1],
+        eps=eps, weight_decay=0, amsgrad=False, maximize=False)
+    return param, m, v
+
+
+def torch_adam(param, grad, m, v, step, lr, betas, eps):
+    weight = torch.nn.Parameter(param)
+    weight.grad = grad
+    torch.optim.Adam([weight], lr=lr, betas=betas, eps=eps).step()  # fresh each call: no state carried
+    return weight.detach(), m, v
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (adam_with(correct=False), "no bias correction"),
+    (adam_with(offset=-1), "nan or inf. The step counts from 1"),  # 1 - beta ** 0 = 0 at step 1
+    (adam_with(offset=1), "counts the steps from 0"),
+    (adam_with(inside=True), "outside the square root"),
+    (adam_with(square=torch.abs), "not of its size \\|grad\\|"),
+    (adam_with(swap=True), "betas are swapped"),
+    (adam_with(sign=+1), "climbs the loss"),
+    (adam_with(carry=False), "return the updated m and v"),
+    (functional_adam, "calls torch.optim._functional.adam"),
+    (torch_adam, "calls Adam.step"),
+    (lambda p, g, m, v, s, lr, betas, eps: adam_step(p, g, m, v, s, lr), "new_param differs"),  # the paper's betas
+    (lambda *args: adam_step(*args)[0], "three tensors"),
+])
+def test_adam_step_checker_rejects(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch10.check_adam_step(wrong)
+
+
+def test_the_adam_checker_compares_with_torch():
+    # the right answer equals torch.optim.Adam, which the checker trusts, step after step
+    g = torch.Generator().manual_seed(0)
+    weight = torch.nn.Parameter(torch.randn(4, generator=g))
+    adam = torch.optim.Adam([weight], lr=0.1, betas=(0.9, 0.98), eps=1e-9)
+    param, m, v = weight.detach().clone(), torch.zeros(4), torch.zeros(4)
+    for step in range(1, 4):
+        weight.grad = torch.randn(4, generator=g)
+        param, m, v = adam_step(param, weight.grad, m, v, step, 0.1)
+        adam.step()
+        torch.testing.assert_close(param, weight.detach())
+        torch.testing.assert_close(v, adam.state[weight]["exp_avg_sq"])

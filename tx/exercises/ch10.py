@@ -1,98 +1,23 @@
 """Checkers for chapter 10, the loss function and training.
 
-Axes: B batch, T target length, V vocabulary size. Each checker calls the learner's function
-on inputs of its own, compares the answer with tx or torch, and prints one line when it is right.
+Axes: V vocabulary size. Each checker calls the learner's function on inputs of its own,
+compares the answer with tx or torch, and prints one line when it is right.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..train import loss_fn, rate
-from . import CheckFailed, as_number, assert_number, call, forbidding, keeps_random_state, passed
+from ..train import rate
+from . import CheckFailed, as_number, assert_number, assert_tensor, call, forbidding, keeps_random_state, passed
 from .. import train
 
-__all__ = ["check_batch_loss", "check_loss_floor", "check_learning_rate"]
-
-LOSS_SHORTCUTS = [
-    (F, "cross_entropy"), (F, "nll_loss"), (nn.CrossEntropyLoss, "forward"), (nn.NLLLoss, "forward"),
-    (train, "loss_fn"), (train, "batch_loss"), (train, "smoothed_targets"),
-]
-"""torch's and tx's ready-made losses, which exercise 10.1 asks the learner to do without."""
-
-
-def _padded_batch(g: torch.Generator, lengths: list[int], T: int, V: int, pad_id: int) -> tuple[Tensor, Tensor]:
-    """Logits [B, T, V] and target ids [B, T]: row b holds lengths[b] real ids (never pad_id), then pads."""
-    logits = torch.randn(len(lengths), T, V, generator=g) * 2
-    words = torch.tensor([i for i in range(V) if i != pad_id])
-    targets = words[torch.randint(0, V - 1, (len(lengths), T), generator=g)]
-    targets[torch.arange(T) >= torch.tensor(lengths)[:, None]] = pad_id
-    return logits, targets
-
-
-def _loss_mistakes(logits: Tensor, targets: Tensor, pad_id: int, eps: float) -> list[tuple[float, str]]:
-    """(the value, the hint) of the usual wrong ways to compute the batch's loss."""
-    logp = logits.double().log_softmax(-1)  # [B, T, V]
-    V = logits.size(-1)
-    nll = -logp.gather(-1, targets[..., None]).squeeze(-1)  # [B, T], -log q(target)
-    spread = -logp.mean(-1)  # [B, T], -(1/V) sum_i log q_i
-    per_token = (1 - eps) * nll + eps * spread  # the smoothed target's cross-entropy, token by token
-    real = targets != pad_id
-    q = logp.exp()
-    q_k = q.gather(-1, targets[..., None]).squeeze(-1)
-    z = logits.double()
-    logits_k = z.gather(-1, targets[..., None]).squeeze(-1)
-    over_others = (1 - eps) * nll + eps * (V * spread - nll) / (V - 1)
-    per_sentence = ((per_token * real).sum(1) / real.sum(1).clamp_min(1))[real.any(1)]
-    return [
-        (float(per_token.mean()), "the pad positions count too: their targets are pad_id, not words to "
-         "predict. Leave them out of the loss and out of the count: average over targets != pad_id only."),
-        (float(per_token[real].sum() / real.numel()), "you left the pads' losses out, but divided by every "
-         "position, pads included: divide by the number of real target tokens."),
-        (float(nll[real].mean()), "that is the loss without label smoothing: the target puts 1 - smoothing "
-         "on the right word and smoothing / V on every word, as the chapter's label-smoothing equation says."),
-        (float(over_others[real].mean()), "you spread smoothing over the V - 1 wrong words; tx, like "
-         "F.cross_entropy(label_smoothing=...), spreads it over all V words, the right one included: "
-         "smoothing / V each, and 1 - smoothing more on the right word."),
-        (float(per_token[real].sum()), "that is the sum over the real tokens; the loss is their mean."),
-        (float(per_sentence.mean()), "you averaged each sentence's tokens, then the sentences: a token of a "
-         "short sentence then counts more than one of a long one. Average over all the batch's real tokens at once."),
-        (float(-((1 - eps) * q_k + eps * q.mean(-1))[real].mean()), "you used the probabilities (softmax) where "
-         "the loss takes their logarithms: use logits.log_softmax(-1)."),
-        (float(-((1 - eps) * logits_k + eps * z.mean(-1))[real].mean()), "you used the raw logits where the loss "
-         "takes log-probabilities: use logits.log_softmax(-1)."),
-    ]
-
-
-@keeps_random_state
-def check_batch_loss(fn: Callable[[Tensor, Tensor, int, float], Any]) -> None:
-    """``fn(logits [B, T, V], targets [B, T], pad_id, smoothing) -> number``: :func:`tx.train.loss_fn`'s loss."""
-    g = torch.Generator().manual_seed(10)
-    hidden_lengths = [int(n) for n in torch.randperm(6, generator=g)[:4] + 1]  # four unequal lengths, 1 to 6
-    cases = [  # (lengths of the rows, T, V, pad_id, smoothing)
-        ([4, 2], 4, 6, 0, 0.1),
-        ([5, 3, 1], 5, 7, 2, 0.0),  # no smoothing, and pad_id is not 0
-        ([3, 3], 3, 5, 0, 0.1),  # no padding
-        (hidden_lengths, 6, 11, 0, 0.3),
-        ([2, 7], 7, 9, 8, 0.5),
-    ]
-    for lengths, T, V, pad_id, eps in cases:
-        logits, targets = _padded_batch(g, lengths, T, V, pad_id)
-        with forbidding(LOSS_SHORTCUTS, "compute the loss from logits.log_softmax(-1) yourself."):
-            got = call(fn, logits.clone(), targets.clone(), pad_id, eps)
-        what = f"batch_loss(logits of shape {tuple(logits.shape)}, targets={targets.tolist()}, pad_id={pad_id}, smoothing={eps})"
-        got = as_number(got, what)
-        expected = float(loss_fn(logits, targets, pad_id, eps))
-        for value, hint in _loss_mistakes(logits, targets, pad_id, eps):
-            if math.isclose(got, value, rel_tol=1e-4, abs_tol=1e-6) and not math.isclose(value, expected, rel_tol=1e-3):
-                raise CheckFailed(f"{what} is {got:.6g}, expected {expected:.6g}: {hint}")
-        assert_number(got, expected, what, tol=1e-4 * max(1.0, abs(expected)))
-    passed("your loss matches tx.train.loss_fn: smoothed, over the real target tokens only, padded rows of any length.")
+__all__ = ["check_loss_floor", "check_adam_step", "check_learning_rate"]
 
 
 def _entropy_of_smoothed_row(vocab_size: int, smoothing: float) -> float:
@@ -151,6 +76,129 @@ def check_loss_floor(fn: Callable[[int, float], Any]) -> None:
                 raise CheckFailed(f"{what} is {got:.6g}, expected {expected:.6g}: {hint}")
         assert_number(got, expected, what, tol=1e-5 * max(1.0, expected))
     passed("your floor matches the entropy of a smoothed row, from V = 2 to a million, smoothing 0 included.")
+
+
+def _module(name: str) -> Any:
+    """The module ``name``, or None where this torch has no such module."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+ADAM_SHORTCUTS = [(torch.optim.Adam, "step"), (torch.optim.AdamW, "step")] + [
+    (module, "adam") for module in map(_module, ["torch.optim.adam", "torch.optim._functional"])
+    if hasattr(module, "adam")  # the functional form behind Adam.step, where this torch has one
+]
+"""torch's ready-made Adam, which exercise 10.2 asks the learner to do without."""
+
+ADAM_STEPS = 5  # consecutive steps, each fed the state the learner's last one returned
+
+
+def _adam_variants(param: Tensor, grad: Tensor, m: Tensor, v: Tensor, step: int, lr: float,
+                   betas: tuple[float, float], eps: float) -> dict[str, tuple[Tensor, Tensor, Tensor]]:
+    """(new param, new m, new v) of Adam and of its usual wrong versions, by name; "right" is Kingma & Ba's."""
+    b1, b2 = betas
+
+    def update(b1: float, b2: float, square: Tensor, c1: float, c2: float, inside: bool, sign: int = -1):
+        new_m, new_v = b1 * m + (1 - b1) * grad, b2 * v + (1 - b2) * square
+        m_hat, v_hat = new_m / c1, new_v / c2
+        denom = (v_hat + eps).sqrt() if inside else v_hat.sqrt() + eps
+        return param + sign * lr * m_hat / denom, new_m, new_v
+
+    right = (1 - b1**step, 1 - b2**step)
+    return {
+        "right": update(b1, b2, grad**2, *right, False),
+        "no correction": update(b1, b2, grad**2, 1.0, 1.0, False),
+        "from 0": update(b1, b2, grad**2, 1 - b1 ** (step + 1), 1 - b2 ** (step + 1), False),
+        "eps inside": update(b1, b2, grad**2, *right, True),
+        "abs": update(b1, b2, grad.abs(), *right, False),
+        "swapped": update(b2, b1, grad**2, 1 - b2**step, 1 - b1**step, False),
+        "ascent": update(b1, b2, grad**2, *right, False, sign=+1),
+    }
+
+
+_ADAM_HINTS = {
+    "no correction": "there is no bias correction: m and v start at 0, so early on they are too small by the factors "
+    "1 - beta1 ** step and 1 - beta2 ** step; divide by those before the update (Algorithm 1's m-hat and v-hat).",
+    "from 0": "your bias correction counts the steps from 0; torch, like Algorithm 1, counts them from 1: "
+    "at step t the factors are 1 - beta1 ** t and 1 - beta2 ** t, with the t the function is given.",
+    "eps inside": "epsilon goes outside the square root: divide by sqrt(v_hat) + eps, not sqrt(v_hat + eps).",
+    "abs": "v is the running mean of the gradient's square, grad ** 2, not of its size |grad|.",
+    "swapped": "the betas are swapped: beta1 (0.9 in the paper) averages the gradient into m, "
+    "beta2 (0.98) averages its square into v.",
+    "ascent": "your step climbs the loss: Adam subtracts lr * m_hat / (sqrt(v_hat) + eps) from the weights, "
+    "as gradient descent subtracts the gradient.",
+}
+_NOT_CARRIED = ("return the updated m and v, not the ones you were given: they carry the running means "
+                "from one step to the next.")
+_ZERO_DIVIDED = ("at step 1 your update is nan or inf. The step counts from 1: the bias corrections "
+                 "1 - beta ** step are 0 only at step 0, and dividing m and v by 0 gives nan.")
+
+
+def _same(got: Tensor, value: Tensor) -> bool:
+    """Whether ``got`` equals ``value`` within the tolerance the checker accepts."""
+    return bool(torch.allclose(got.detach().double(), value.double(), rtol=1e-6, atol=1e-8))
+
+
+def _named_mistake(got: tuple[Tensor, Tensor, Tensor], given: tuple[Tensor, Tensor, Tensor],
+                   variants: dict[str, tuple[Tensor, Tensor, Tensor]]) -> str | None:
+    """The hint for the first wrong part of ``got`` (param, m, v) that a known mistake explains, or None."""
+    right = variants["right"]
+    for i in (1, 2, 0):  # m and v first: a wrong state spoils the weights too
+        if _same(got[i], right[i]):
+            continue
+        if i and _same(got[i], given[i]):
+            return _NOT_CARRIED
+        for name, value in variants.items():
+            if name != "right" and _same(got[i], value[i]) and not _same(value[i], right[i]):
+                return _ADAM_HINTS[name]
+        return None
+    return None
+
+
+@keeps_random_state
+def check_adam_step(fn: Callable[..., Any]) -> None:
+    """``fn(param, grad, m, v, step, lr, betas, eps) -> (new_param, new_m, new_v)``: one step of torch.optim.Adam."""
+    g = torch.Generator().manual_seed(12)
+    hidden = tuple(int(n) for n in torch.randint(2, 6, (3,), generator=g))
+    settings = [  # (shape, lr, betas, eps, spread): gradients' sizes span 10 ** -spread to 1
+        ((3, 4), 0.01, (0.9, 0.98), 1e-9, 0),  # the paper's Adam
+        (hidden, 0.1, (0.8, 0.999), 1e-3, 4),  # tiny gradients and a large eps: eps's place shows
+        ((7,), 0.5, (0.5, 0.9), 1e-6, 2),
+    ]
+    for shape, lr, betas, eps, spread in settings:
+        start = torch.randn(shape, generator=g, dtype=torch.float64)
+        grads = [torch.randn(shape, generator=g, dtype=torch.float64)
+                 * 10 ** -(spread * torch.rand(shape, generator=g, dtype=torch.float64)) for _ in range(ADAM_STEPS)]
+        weight = nn.Parameter(start.clone())
+        adam = torch.optim.Adam([weight], lr=lr, betas=betas, eps=eps)
+        param, m, v = start.clone(), torch.zeros(shape, dtype=torch.float64), torch.zeros(shape, dtype=torch.float64)
+        for step, grad in enumerate(grads, start=1):
+            weight.grad = grad.clone()
+            adam.step()
+            state = adam.state[weight]
+            expected = (weight.detach(), state["exp_avg"], state["exp_avg_sq"])
+            what = (f"adam_step(param, grad, m, v, step={step}, lr={lr}, betas={betas}, eps={eps}) "
+                    f"on tensors of shape {tuple(shape)}")
+            with forbidding(ADAM_SHORTCUTS, "write Adam's update yourself, from Algorithm 1 of Kingma & Ba."):
+                got = call(fn, param.clone(), grad.clone(), m.clone(), v.clone(), step, lr, betas, eps)
+            if not isinstance(got, (tuple, list)) or len(got) != 3:
+                raise CheckFailed(f"{what} should return three tensors (new_param, new_m, new_v), got {got!r:.80}.")
+            for part, name in zip(got, ("new_param", "new_m", "new_v")):
+                if not isinstance(part, Tensor) or part.shape != start.shape:
+                    kind = f"shape {tuple(part.shape)}" if isinstance(part, Tensor) else type(part).__name__
+                    raise CheckFailed(f"{what}: {name} should be a tensor of shape {tuple(shape)}, got {kind}.")
+            if step == 1 and not bool(torch.isfinite(got[0]).all()):
+                raise CheckFailed(f"{what}: {_ZERO_DIVIDED}")
+            hint = _named_mistake(got, (param, m, v), _adam_variants(param, grad, m, v, step, lr, betas, eps))
+            if hint:
+                raise CheckFailed(f"{what}: {hint}")
+            for part, value, name in zip(got, expected, ("new_param", "new_m", "new_v")):
+                assert_tensor(part, value, f"{what}: {name}", atol=1e-8, rtol=1e-6)
+            param, m, v = (part.detach().double() for part in got)
+    passed(f"your adam_step matches torch.optim.Adam over {ADAM_STEPS} steps in a row, the paper's betas "
+           "and eps among the settings.")
 
 
 def check_learning_rate(fn: Callable[[int, int, int], float]) -> None:
