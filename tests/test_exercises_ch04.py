@@ -100,7 +100,21 @@ def attention_right(q, k, v, mask=None):
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)
+    if mask is not None:  # a query that may attend to nothing: zero weights
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     return weights @ v, weights
+
+
+def test_attention_accepts_nan_to_num_for_empty_rows(capsys):
+    def with_nan_to_num(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = scores.softmax(dim=-1).nan_to_num(0.0)
+        return weights @ v, weights
+
+    ch04.check_attention_matrix(with_nan_to_num)
+    assert "Correct" in capsys.readouterr().out
 
 
 def test_attention_accepts_the_formula(capsys):
@@ -123,6 +137,27 @@ def _mask_after_softmax(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def _nan_for_empty_rows(q, k, v, mask=None):  # the masked_fill(-inf) of the formula alone
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+def _large_negative(q, k, v, mask=None):  # -1e9 instead of -inf: an empty row is uniform
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+def _output_before_zeroing(q, k, v, mask=None):
+    out, weights = _nan_for_empty_rows(q, k, v, mask)
+    return out, weights.nan_to_num(0.0)
+
+
 def _softmax_over_queries(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
@@ -136,6 +171,9 @@ def _softmax_over_queries(q, k, v, mask=None):
     (_inverted_mask, "True means may attend"),
     (_mask_after_softmax, "sums to"),
     (_softmax_over_queries, "over the last axis"),
+    (_nan_for_empty_rows, "nan in those rows: every score is -inf"),
+    (_large_negative, "still sum to 1"),
+    (_output_before_zeroing, "output is nan in those rows"),
     (lambda q, k, v, mask=None: attention_right(q, k, v, mask)[0], "return two tensors"),
     (lambda q, k, v, mask=None: attention_right(q, k, v, mask)[::-1], "first tensor is the weights"),
     (lambda q, k, v, mask=None: attention_right(q * math.sqrt(q.shape[-1]), k, v, mask), "did not divide"),

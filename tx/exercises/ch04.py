@@ -136,6 +136,10 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
          torch.randn(5, 3, generator=gen), causal_mask(5)),
         ("a padding mask [B, 1, 1, S] over [B, H, T, Dk]", torch.randn(2, 3, 5, 4, generator=gen),
          torch.randn(2, 3, 5, 4, generator=gen), torch.randn(2, 3, 5, 6, generator=gen), padding_mask(tokens)),
+        # Last, so that the hints above come first: rows 0 and 3 may attend to nothing.
+        ("a mask whose queries 0 and 3 may attend to nothing", torch.randn(4, 6, generator=gen),
+         torch.randn(5, 6, generator=gen), torch.randn(5, 3, generator=gen),
+         torch.ones(4, 5, dtype=torch.bool).index_fill(0, torch.tensor([0, 3]), False)),
     ]
     for name, q, k, v, mask in cases:
         out, weights = attention(q, k, v, mask)
@@ -144,6 +148,7 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
                 and torch.allclose(got_out.detach().float(), weights, atol=1e-5)):
             raise CheckFailed(f"with {name}, your first tensor is the weights: return (output, weights) in that order.")
         if mask is not None and isinstance(got_w, Tensor) and got_w.shape == weights.shape:
+            _check_empty_rows(name, mask.expand(weights.shape), got_w, got_out)
             blocked = ~mask.expand(weights.shape)
             w = got_w.detach().float().nan_to_num(0.0)  # a row with every key masked is nan
             if bool((w[blocked].abs() > 1e-6).any()):
@@ -158,7 +163,9 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
                 )
         if isinstance(got_w, Tensor) and got_w.shape == weights.shape:
             sums = got_w.sum(-1)
-            bad = ~torch.isclose(sums, torch.ones_like(sums), atol=1e-4)
+            # a row that may attend to nothing sums to 0, as in tx.attention
+            target = torch.ones_like(sums) if mask is None else mask.expand(weights.shape).any(-1).to(sums.dtype)
+            bad = ~torch.isclose(sums, target, atol=1e-4)
             if bool(bad.any()):
                 raise CheckFailed(
                     f"with {name}, a row of your weights sums to {float(sums[bad][0]):.4g}: apply the softmax "
@@ -173,4 +180,30 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
                     raise CheckFailed(f"with {name}, {hint}.")
         assert_tensor(got_w, weights, f"your weight matrix with {name}")
         assert_tensor(got_out, out, f"your output with {name}")
-    passed("softmax(Q K^T / sqrt(d_k)) V, with -inf where the mask is False, matches tx.attention.")
+    passed("softmax(Q K^T / sqrt(d_k)) V, with -inf where the mask is False and zero weights for a query "
+           "that may attend to nothing, matches tx.attention.")
+
+
+def _check_empty_rows(name: str, mask: Tensor, got_w: Tensor, got_out: Any) -> None:
+    """A query row whose mask is all False must get zero weights and a zero output, as in tx.attention."""
+    empty = ~mask.any(dim=-1)  # [..., Tq]
+    if not bool(empty.any()):
+        return
+    rows = got_w.detach().float()[empty]  # [n_empty, Tk]
+    if bool(rows.isnan().any()):
+        raise CheckFailed(
+            f"with {name}, your weights are nan in those rows: every score is -inf there, and the softmax "
+            "divides 0 by 0. Give such a row zero weights, as tx.attention does: after the softmax, "
+            "weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)."
+        )
+    if bool((rows.sum(-1) - 1).abs().lt(1e-4).all()):
+        raise CheckFailed(
+            f"with {name}, your weights in those rows still sum to 1 (filling with a large negative number "
+            "instead of -inf spreads them evenly over the forbidden keys). A query that may attend to "
+            "nothing gets zero weights, and so a zero output, as in tx.attention."
+        )
+    if isinstance(got_out, Tensor) and bool(got_out.detach().float()[empty].isnan().any()):
+        raise CheckFailed(
+            f"with {name}, your weights are right but your output is nan in those rows: multiply the values "
+            "by the weights after you have set the empty rows to zero."
+        )
