@@ -28,42 +28,6 @@ def exponent_i_not_2i(max_len, d_model):
     return torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(max_len, d_model)
 
 
-def by_hand(pos=5, d_model=6):
-    row = []
-    for two_i in range(0, d_model, 2):
-        angle = pos / 10000 ** (two_i / d_model)
-        row += [math.sin(angle), math.cos(angle)]
-    return row
-
-
-# ----------------------------------------------------------------- by hand
-
-
-def test_pe_by_hand_accepts_the_six_numbers(capsys):
-    ch06.check_pe_by_hand(by_hand)
-    assert capsys.readouterr().out.startswith("Correct:")
-
-
-def test_pe_by_hand_accepts_a_tensor_too(capsys):
-    ch06.check_pe_by_hand(lambda: torch.tensor(by_hand()))
-    assert "Correct:" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("wrong, hint", [
-    (lambda row=halves_layout(6, 6)[5].tolist(): row, "all the sines first"),
-    (lambda row=swapped(6, 6)[5].tolist(): row, "swapped"),
-    (lambda row=exponent_i_not_2i(6, 6)[5].tolist(): row, "frequency"),
-    (lambda: by_hand()[:4], "6 numbers"),
-    (lambda: "sin(5)", "list of 6 numbers"),
-    (lambda: by_hand(pos=4), "differs at index"),
-    (lambda: tx.positional_encoding(6, 6)[5].tolist(), "calls tx.positional_encoding"),
-    (lambda: [v * float("nan") for v in by_hand()], "nan or inf"),
-])
-def test_pe_by_hand_rejects_wrong_answers(wrong, hint):
-    with pytest.raises(AssertionError, match=hint):
-        ch06.check_pe_by_hand(wrong)
-
-
 # ----------------------------------------------------------------- the table
 
 
@@ -119,3 +83,75 @@ def test_offset_dot_accepts_a_tensor_result(capsys):
 def test_offset_dot_rejects_wrong_values(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
         ch06.check_offset_dot(wrong)
+
+
+# ----------------------------------------------------------------- the offset from two encodings
+
+
+def turn_of_last_pair(pe_a, pe_b):
+    """The signed angle by which the slowest pair turned from pe_a to pe_b."""
+    (s_a, c_a), (s_b, c_b) = pe_a[-2:].tolist(), pe_b[-2:].tolist()
+    return math.atan2(s_b * c_a - c_b * s_a, s_a * s_b + c_a * c_b)
+
+
+def offset_between(pe_a, pe_b):
+    d_model = pe_a.shape[-1]
+    omega = 1 / 10000 ** ((d_model - 2) / d_model)
+    return round(turn_of_last_pair(pe_a, pe_b) / omega)
+
+
+def offset_by_all_pairs(pe_a, pe_b):  # brute force with the rotation: also right
+    d_model = pe_a.shape[-1]
+    omega = 1 / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    a, b = pe_a.double().view(-1, 2), pe_b.double().view(-1, 2)
+
+    def miss(k):
+        c, s = torch.cos(k * omega), torch.sin(k * omega)
+        turned = torch.stack([a[:, 0] * c + a[:, 1] * s, a[:, 1] * c - a[:, 0] * s], dim=-1)
+        return float((turned - b).abs().max())
+
+    return min(range(-300, 301), key=miss)
+
+
+def test_offset_between_accepts_the_slowest_pair(capsys):
+    ch06.check_offset_between(offset_between)
+    assert capsys.readouterr().out.startswith("Correct:")
+
+
+def test_offset_between_accepts_a_search_over_offsets(capsys):
+    ch06.check_offset_between(offset_by_all_pairs)
+    assert "Correct:" in capsys.readouterr().out
+
+
+def test_offset_between_accepts_a_tensor_result(capsys):
+    ch06.check_offset_between(lambda a, b: torch.tensor(offset_between(a, b)))
+    assert "Correct:" in capsys.readouterr().out
+
+
+def first_pair_only(pe_a, pe_b):  # omega_0 = 1: wraps after 6.28 positions
+    (s_a, c_a), (s_b, c_b) = pe_a[:2].tolist(), pe_b[:2].tolist()
+    return round(math.atan2(s_b * c_a - c_b * s_a, s_a * s_b + c_a * c_b))
+
+
+def from_the_dot_product(pe_a, pe_b):  # acos of the cosine: the size of the turn, never its sign
+    d_model = pe_a.shape[-1]
+    omega = 1 / 10000 ** ((d_model - 2) / d_model)
+    cosine = float(pe_a[-2:] @ pe_b[-2:])
+    return round(math.acos(max(-1.0, min(1.0, cosine))) / omega)
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda a, b: -offset_between(a, b), "from pe_a to pe_b"),  # measured backwards
+    (from_the_dot_product, "cannot tell k from -k"),
+    (first_pair_only, "what pair 0 shows"),
+    (lambda a, b: offset_between(a, b) + 0.2, "round it"),
+    (lambda a, b: [offset_between(a, b)], "one int"),
+    (lambda a, b: torch.tensor([offset_between(a, b)] * 2), "one int"),
+    (lambda a, b: 2 * offset_between(a, b), "Pair i turns"),
+    (lambda a, b: offset_between(a, b) if a.shape[-1] in (4, 6, 64, 128, 512) else 0, "Pair i turns"),  # visible sizes only
+    (lambda a, b: float((tx.positional_encoding(2, 4) @ torch.ones(4)).sum()), "calls tx.positional_encoding"),
+    (lambda a, b: float("nan"), "not a finite number"),
+])
+def test_offset_between_rejects_wrong_answers(wrong, hint):
+    with pytest.raises(AssertionError, match=hint):
+        ch06.check_offset_between(wrong)

@@ -5,17 +5,17 @@ Axes: P positions, D d_model. PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
-import sys
-
 from ..positional_encoding import positional_encoding
 from . import CheckFailed, as_number, assert_number, assert_tensor, call, forbidding, passed
 
-__all__ = ["check_pe_by_hand", "check_positional_encoding", "check_offset_dot"]
+__all__ = ["check_positional_encoding", "check_offset_dot", "check_offset_between"]
 
 
 def _halves(d_model: int) -> Tensor:
@@ -50,24 +50,6 @@ def _without_tx_table(why: str) -> Any:
 
     module = sys.modules[positional_encoding.__module__]  # tx.positional_encoding is also the function's name
     return forbidding([(tx, "positional_encoding"), (module, "positional_encoding")], why)
-
-
-def check_pe_by_hand(fn: Callable[..., Any]) -> None:
-    """``fn()`` must return the 6 numbers of PE[5] for d_model = 6."""
-    expected = positional_encoding(6, 6)[5].double()
-    with _without_tx_table("work the six numbers out with math.sin and math.cos."):
-        got = call(fn)
-    try:
-        got = torch.as_tensor(got, dtype=torch.float64).flatten()
-    except (TypeError, ValueError, RuntimeError):
-        raise CheckFailed(f"return a list of 6 numbers, got {type(got).__name__}.") from None
-    if got.numel() != 6:
-        raise CheckFailed(f"PE[5] has d_model = 6 numbers; you returned {got.numel()}.")
-    hint = _layout_hint(got, expected)
-    if hint is not None:
-        raise CheckFailed(hint)
-    assert_tensor(got, expected, "your PE[5] for d_model = 6", atol=1e-4)
-    passed("PE[5] = [sin 5, cos 5, sin(5/10000^(2/6)), cos(...), sin(5/10000^(4/6)), cos(...)].")
 
 
 def check_positional_encoding(fn: Callable[..., Any]) -> None:
@@ -108,3 +90,49 @@ def check_offset_dot(fn: Callable[..., Any]) -> None:
             assert_number(got, float(dots.mean()), f"offset_dot({k}, {d_model})", tol=1e-3)
     passed("PE[pos] . PE[pos + k] = sum over pairs of cos(k * omega_i), whatever pos is.")
 
+
+def _wrapped_offset(k: int, omega: float) -> float:
+    """The offset that pair ``omega`` shows for ``k``: its turn k * omega brought into (-pi, pi], divided by omega."""
+    return (math.remainder(k * omega, 2 * math.pi)) / omega
+
+
+def check_offset_between(fn: Callable[..., Any]) -> None:
+    """``fn(pe_a, pe_b) -> int`` must give k when pe_a = PE[pos] and pe_b = PE[pos + k] ([D] each), pos unknown."""
+    g = torch.Generator().manual_seed(6)
+    hidden_d, hidden_k = 2 * int(torch.randint(3, 100, (1,), generator=g)), int(torch.randint(-300, 301, (1,), generator=g))
+    # (d_model, k, pos): positive offsets first, so that a reversed sign shows there; then offsets past
+    # pair 0's full turn (2 pi = 6.28 positions), 0, negative ones, and sizes the learner never sees.
+    cases = [(4, 3, 10), (128, 7, 0), (512, 40, 123), (6, 250, 37), (64, 0, 55), (128, -5, 80),
+             (512, -300, 400), (hidden_d, hidden_k, 300 + int(torch.randint(0, 500, (1,), generator=g)))]
+    for d_model, k, pos in cases:
+        table = positional_encoding(max(pos, pos + k) + 1, d_model)
+        with _without_tx_table("find k from the two vectors alone: by how much has each pair turned?"):
+            got = call(fn, table[pos].clone(), table[pos + k].clone())
+        what = f"for d_model={d_model} and an offset k={k} you gave"
+        if isinstance(got, (list, tuple)) or isinstance(got, Tensor) and got.numel() != 1:
+            raise CheckFailed(f"return the offset as one int, got {type(got).__name__}.")
+        got = as_number(got, f"the offset for d_model={d_model}, k={k}")
+        if abs(got - k) <= 1e-6:
+            continue
+        if abs(got - k) < 0.5:
+            raise CheckFailed(f"{what} {got:.6g}: an offset is a whole number of positions; round it.")
+        if k != 0 and abs(got + k) < 0.5:
+            if k > 0:
+                raise CheckFailed(f"{what} {got:.6g}, the offset from pe_b back to pe_a: pe_b = PE[pos + k], so "
+                                  "k is positive when pe_b comes later. Measure the turn from pe_a to pe_b.")
+            raise CheckFailed(f"{what} {got:.6g}: the right size but not the direction. The cosine of the turn "
+                              "(the dot product of the previous exercise) cannot tell k from -k; its sine, which "
+                              "changes sign with k, can: math.atan2(sine, cosine) gives the signed angle.")
+        for two_i in range(0, d_model, 2):
+            omega = 1 / 10000 ** (two_i / d_model)
+            wrapped = _wrapped_offset(k, omega)
+            if abs(wrapped - k) > 0.5 and abs(got - wrapped) < 0.5:
+                raise CheckFailed(
+                    f"{what} {got:.6g}, what pair {two_i // 2} shows: it turns a full circle every "
+                    f"{2 * math.pi / omega:.3g} positions, so its angle gives k only up to whole turns. Read a pair "
+                    "slow enough that |k * omega_i| stays below half a turn, pi; the last pair is the slowest."
+                )
+        raise CheckFailed(f"{what} {got:.6g}. Pair i turns by k * omega_i radians, omega_i = "
+                          "1 / 10000 ** (2i / d_model) with 2i the even dimension; the pair holds (sin, cos).")
+    passed("every pair turns by k * omega_i whatever pos is, so two encodings give away their offset, "
+           "its sign included, though neither says where it is.")
