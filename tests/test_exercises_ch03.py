@@ -93,6 +93,16 @@ def test_one_word_accepts_the_six_steps(capsys):
     assert capsys.readouterr().out.startswith("Correct:")
 
 
+@pytest.mark.parametrize("answer, name", [
+    (lambda q, K, V: __import__("tx").attention(q[None], K, V)[0][0], "tx.attention"),
+    (lambda q, K, V: torch.nn.functional.scaled_dot_product_attention(q[None], K, V)[0],
+     "scaled_dot_product_attention"),
+])
+def test_one_word_refuses_tx_and_torch_attention(answer, name):
+    with pytest.raises(AssertionError, match=f"calls .*{name}"):
+        ch03.check_attend_one_word(answer)
+
+
 def test_one_word_checks_against_tx_attention():
     # The reference answer equals row i of tx.attention, which the checker uses.
     import tx

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import pytest
@@ -115,6 +116,16 @@ def test_attention_accepts_nan_to_num_for_empty_rows(capsys):
 
     ch04.check_attention_matrix(with_nan_to_num)
     assert "Correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("answer, name", [
+    (lambda q, k, v, mask=None: __import__("tx").attention(q, k, v, mask), "tx.attention"),
+    (lambda q, k, v, mask=None: importlib.import_module("tx.attention").attention(q, k, v, mask),
+     "tx.attention.attention"),
+])
+def test_attention_refuses_tx_attention(answer, name):
+    with pytest.raises(AssertionError, match=f"calls {name}:"):
+        ch04.check_attention_matrix(answer)
 
 
 def test_attention_accepts_the_formula(capsys):

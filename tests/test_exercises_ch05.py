@@ -7,9 +7,31 @@ from conftest import rng_untouched
 from tx.exercises import ch05
 
 
-def test_split_heads_accepts_tx(capsys):
-    ch05.check_split_heads(tx.split_heads)
+def split_heads(x, n_heads):
+    B, T, D = x.shape
+    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)
+
+
+def merge_heads(z):
+    B, H, T, Dh = z.shape
+    return z.transpose(1, 2).reshape(B, T, H * Dh)
+
+
+def test_split_heads_accepts_view_then_transpose(capsys):
+    ch05.check_split_heads(split_heads)
     assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize("checker, answer, name", [
+    (ch05.check_split_heads, lambda x, h: tx.split_heads(x, h), "tx.split_heads"),
+    (ch05.check_split_heads, lambda x, h: tx.multi_head.split_heads(x, h), "tx.multi_head.split_heads"),
+    (ch05.check_combine_heads, lambda z, w_o: w_o(tx.merge_heads(z)), "tx.merge_heads"),
+])
+def test_tx_own_functions_are_refused(checker, answer, name):
+    """The exercise is to write them: tx's own, under either name, is refused with a hint."""
+    with pytest.raises(AssertionError, match=f"calls {name}"):
+        checker(answer)
+    assert tx.split_heads.__name__ == "split_heads" and tx.merge_heads.__name__ == "merge_heads"  # restored
 
 
 def test_split_heads_rejects_a_plain_reshape_with_a_hint():
@@ -27,13 +49,13 @@ def test_split_heads_rejects_the_wrong_shape():
 
 
 def test_combine_heads_accepts_merge_then_w_o(capsys):
-    ch05.check_combine_heads(lambda z, w_o: w_o(tx.merge_heads(z)))
+    ch05.check_combine_heads(lambda z, w_o: w_o(merge_heads(z)))
     assert capsys.readouterr().out.startswith("Correct:")
 
 
 def test_combine_heads_rejects_a_missing_w_o():
     with pytest.raises(AssertionError, match="did not apply W\\^O"):
-        ch05.check_combine_heads(lambda z, w_o: tx.merge_heads(z))
+        ch05.check_combine_heads(lambda z, w_o: merge_heads(z))
 
 
 def test_combine_heads_rejects_a_reshape_without_transpose():
@@ -53,12 +75,12 @@ def test_split_heads_rejects_a_transpose_of_the_wrong_axes():
 
 def test_split_heads_rejects_nan():
     with pytest.raises(AssertionError, match="nan or inf"):
-        ch05.check_split_heads(lambda x, h: tx.split_heads(x, h) / 0 * 0)
+        ch05.check_split_heads(lambda x, h: split_heads(x, h) / 0 * 0)
 
 
 def test_combine_heads_rejects_the_wrong_shape():
     with pytest.raises(AssertionError, match="shape"):
-        ch05.check_combine_heads(lambda z, w_o: w_o(tx.merge_heads(z))[:, :1])
+        ch05.check_combine_heads(lambda z, w_o: w_o(merge_heads(z))[:, :1])
 
 
 def test_combine_heads_rejects_w_o_applied_to_each_head():
@@ -68,7 +90,7 @@ def test_combine_heads_rejects_w_o_applied_to_each_head():
 
 
 def test_combine_heads_leaves_the_global_random_stream_alone():
-    assert rng_untouched(ch05.check_combine_heads, lambda z, w_o: w_o(tx.merge_heads(z)))
+    assert rng_untouched(ch05.check_combine_heads, lambda z, w_o: w_o(merge_heads(z)))
 
 
 def test_count_parameters_accepts_the_formula(capsys):

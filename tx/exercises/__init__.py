@@ -95,6 +95,17 @@ def forbidding(targets: list[tuple[Any, str]], why: str) -> Iterator[None]:
                 setattr(owner, name, original)
 
 
+def tx_names(*names: str) -> list[tuple[Any, str]]:
+    """``forbidding``'s targets for tx's own answer to an exercise: each name where tx offers it,
+    at the top (``tx.attention``) and in the module that defines it (``tx.attention.attention``)."""
+    package = importlib.import_module("tx")
+    targets = []
+    for name in names:
+        defined_in = importlib.import_module(getattr(package, name).__module__)
+        targets += [(package, name), (defined_in, name)]
+    return targets
+
+
 def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call the learner's function; whatever it raises becomes a one-line hint.
 

@@ -9,9 +9,10 @@ import math
 from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
-from . import CheckFailed, assert_number, assert_tensor, call, forbidding, passed
+from . import CheckFailed, assert_number, assert_tensor, call, forbidding, passed, tx_names
 from ..attention import attention
 
 __all__ = ["SOFTMAXES", "check_scaled_score", "check_softmax", "check_attend_one_word"]
@@ -112,6 +113,11 @@ def _overflow_hint(scores: Tensor) -> str:
             "Subtract the largest score, so that every exponent is at most 0.")
 
 
+def _attentions() -> list[tuple[object, str]]:
+    """tx's and torch's own attention, which exercise 3.3 asks the learner to write."""
+    return tx_names("attention", "self_attention_by_vectors") + [(F, "scaled_dot_product_attention")]
+
+
 def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
     """``fn(q_i [Dk], K [n, Dk], V [n, Dv])`` must return z_i [Dv], row i of tx.attention's output."""
     gen = torch.Generator().manual_seed(5)
@@ -124,7 +130,8 @@ def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
         n, d_k = K.shape
         out, weights = attention(Q, K, V)  # [Tq, Dv], [Tq, n]
         for i in range(Q.shape[0]):
-            got = call(fn, Q[i].clone(), K.clone(), V.clone())
+            with forbidding(_attentions(), "write the steps yourself: one product for the scores, one for the sum."):
+                got = call(fn, Q[i].clone(), K.clone(), V.clone())
             what = f"your z_{i + 1} for n={n} words, d_k={d_k}, d_v={V.shape[1]}"
             if isinstance(got, Tensor) and got.shape == V.shape:
                 raise CheckFailed(

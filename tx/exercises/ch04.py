@@ -10,9 +10,10 @@ import math
 from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
-from . import CheckFailed, as_number, as_shape, assert_number, assert_tensor, call, passed
+from . import CheckFailed, as_number, as_shape, assert_number, assert_tensor, call, forbidding, passed, tx_names
 from ..attention import attention
 from ..masks import causal_mask, padding_mask
 
@@ -143,7 +144,9 @@ def check_attention_matrix(fn: Callable[..., Any]) -> None:
     ]
     for name, q, k, v, mask in cases:
         out, weights = attention(q, k, v, mask)
-        got_out, got_w = _call_attention(fn, q, k, v, mask)
+        with forbidding(tx_names("attention", "self_attention_by_vectors") + [(F, "scaled_dot_product_attention")],
+                        "write the formula yourself: scores, mask, softmax, then the weighted sum."):
+            got_out, got_w = _call_attention(fn, q, k, v, mask)
         if (isinstance(got_out, Tensor) and got_out.shape == weights.shape
                 and torch.allclose(got_out.detach().float(), weights, atol=1e-5)):
             raise CheckFailed(f"with {name}, your first tensor is the weights: return (output, weights) in that order.")

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from ..attention import attention
 from ..multi_head import MultiHeadAttention, merge_heads, split_heads
-from . import CheckFailed, assert_tensor, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, assert_tensor, call, forbidding, keeps_random_state, passed, tx_names
 
 __all__ = ["check_split_heads", "check_combine_heads", "check_count_parameters"]
 
@@ -25,7 +25,8 @@ def check_split_heads(fn: Callable[..., Any]) -> None:
     g = torch.Generator().manual_seed(5)
     for B, T, D, H in _SHAPES:
         x = torch.randn(B, T, D, generator=g)
-        got = call(fn, x.clone(), H)
+        with forbidding(tx_names("split_heads"), "cut the features into heads yourself, with view and transpose."):
+            got = call(fn, x.clone(), H)
         expected = split_heads(x, H)
         if isinstance(got, Tensor) and got.shape == expected.shape and not torch.allclose(got, expected):
             if torch.allclose(got, x.reshape(B, T, H, D // H).permute(0, 2, 1, 3).transpose(-2, -1).reshape(B, H, T, D // H)):
@@ -52,7 +53,8 @@ def check_combine_heads(fn: Callable[..., Any]) -> None:
             q, k, v = (split_heads(layer(x), H) for layer in (mha.w_q, mha.w_k, mha.w_v))
             z = attention(q, k, v)[0]  # [B, H, T, Dh]: every head's output
             expected = mha(x, x, x)  # [B, T, D]
-            got = call(fn, z.clone(), mha.w_o)
+            with forbidding(tx_names("merge_heads"), "put the heads back together yourself, with transpose and reshape."):
+                got = call(fn, z.clone(), mha.w_o)
             if isinstance(got, Tensor) and got.shape == expected.shape and not torch.allclose(got, expected, atol=1e-5):
                 if torch.allclose(got, merge_heads(z), atol=1e-5):
                     raise CheckFailed("you concatenated the heads correctly but did not apply W^O: return w_o(...) of it.")
