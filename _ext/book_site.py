@@ -255,7 +255,7 @@ APPENDIX_PAGE = re.compile(r"(?:^|/)([A-Z]\d+)_[^/]*$")  # chapters/A1_training_
 
 
 def appendix_numbers(app: Sphinx, env) -> list[str]:
-    """An appendix's figures, tables, code blocks and exercises numbered ``A1.1``, ``A1.2``, ... in its page's order.
+    """An appendix's figures, tables, code blocks, exercises and sections numbered ``A1.1``, ``A1.2``, ... in its page's order.
 
     Sphinx numbers what sits in an unnumbered part of the table of contents 1, 2, ..., the numbers
     chapter 1's own figures and exercises read as, and sphinx-exercise takes its numbers from the
@@ -269,7 +269,35 @@ def appendix_numbers(app: Sphinx, env) -> list[str]:
         for numbers in kinds.values():
             for n, key in enumerate(sorted(numbers, key=lambda k: numbers[k]), start=1):
                 numbers[key] = (match.group(1), n)
+    for docname, toc in getattr(env, "tocs", {}).items():
+        match = APPENDIX_PAGE.search(docname)
+        if match and not env.toc_secnumbers.get(docname):
+            env.toc_secnumbers[docname] = appendix_sections(toc, match.group(1))
     return []
+
+
+def appendix_sections(toc: nodes.bullet_list, label: str) -> dict[str, tuple]:
+    """An appendix page's sections numbered as a chapter's are: its title ``A1``, its sections
+    ``A1.1``, ``A1.2``, their subsections ``A1.1.1``, ... ``{anchor: number}``, as Sphinx keeps
+    section numbers; each entry of the page's table of contents gets its number too."""
+    from sphinx import addnodes
+
+    numbers: dict[str, tuple] = {}
+
+    def walk(bullets: nodes.Element, number: tuple) -> None:
+        items = [child for child in bullets.children if isinstance(child, nodes.list_item)]
+        for i, item in enumerate(items, start=1):
+            here = number + (i,) if number else (label,)
+            for child in item.children:
+                if isinstance(child, addnodes.compact_paragraph) and child.children:
+                    reference = child[0]
+                    numbers[reference["anchorname"]] = here
+                    reference["secnumber"] = list(here)
+                elif isinstance(child, nodes.bullet_list):
+                    walk(child, here)
+
+    walk(toc, ())
+    return numbers
 
 
 def dataclass_signature(app: Sphinx, what: str, name: str, obj, options, signature, return_annotation):

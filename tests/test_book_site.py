@@ -117,3 +117,26 @@ def test_an_appendix_numbers_its_figures_and_exercises_apart_from_chapter_1(book
     assert ".".join(map(str, a1["figure"]["b"])) == "A1.2"  # as Sphinx's writers join a number
     assert env.toc_fignumbers["chapters/01_high_level_look"]["figure"]["fig-a"] == (1, 1)  # chapters keep theirs
     assert env.toc_fignumbers["api"]["code-block"]["c"] == (1,)
+
+
+def test_an_appendix_numbers_its_sections_as_a_chapter_does(book_site):
+    """A1's title reads A1, its sections A1.1, A1.2 and their subsections A1.1.1 (a reader asked to cite them)."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from sphinx import addnodes
+
+    def entry(anchor, *children):
+        paragraph = addnodes.compact_paragraph("", "", nodes.reference("", "", anchorname=anchor))
+        return nodes.list_item("", paragraph, *children)
+
+    toc = nodes.bullet_list("", entry("", nodes.bullet_list(
+        "", entry("#one-batch", nodes.bullet_list("", entry("#a-few-steps"))), entry("#mixed-precision"))))
+    env = SimpleNamespace(toc_fignumbers={}, toc_secnumbers={"chapters/01_high_level_look": {"": (1,)}},
+                          tocs={"chapters/A1_training_at_scale": toc, "chapters/01_high_level_look": toc.deepcopy()})
+    book_site.appendix_numbers(None, env)
+    assert env.toc_secnumbers["chapters/A1_training_at_scale"] == {
+        "": ("A1",), "#one-batch": ("A1", 1), "#a-few-steps": ("A1", 1, 1), "#mixed-precision": ("A1", 2)}
+    assert env.toc_secnumbers["chapters/01_high_level_look"] == {"": (1,)}  # a chapter keeps Sphinx's numbers
+    numbered = [r["secnumber"] for r in toc.findall(nodes.reference)]
+    assert numbered == [["A1"], ["A1", 1], ["A1", 1, 1], ["A1", 2]]  # the page's contents list shows them
