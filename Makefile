@@ -132,6 +132,8 @@ book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 	$(BIN)/python _ext/execute_chapters.py --jobs $(WORKERS) chapters/*.ipynb
 	$(JB)
 	cp _build/learner-edition.zip _build/html/
+	# the book's own source, for a teacher's `make course` and a reader's `make lab` (teachers.md)
+	$(BIN)/python _ext/source_zip.py _build/html/book-source.zip
 
 ## test: every test, each chapter run as few times as the checks need. The strict book build
 ## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval

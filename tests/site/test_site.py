@@ -341,6 +341,22 @@ def test_intro_says_how_to_run_the_book(visits):
     assert "{{" not in text and "}}" not in text, "an unrendered substitution on the home page"
 
 
+@pytest.mark.parametrize("docname", ["intro", "teachers"])
+def test_the_books_source_is_offered_where_no_repository_is_named(visits, docname):
+    """Without a repository, the home page's set-up and the teachers' `make course` link the
+    site's book-source.zip: the folder the site was built from, chapters and solutions included."""
+    if (book_config()["repository"].get("url") or "").strip():
+        pytest.skip("the book names its repository: its pages say git clone")
+    links = visits(docname).page.locator("article a[href$='book-source.zip']")
+    assert links.count() == 1 and links.first.is_visible()
+    with zipfile.ZipFile(HTML / "book-source.zip") as archive:
+        names = set(archive.namelist())
+    for needed in ("Makefile", "_config.yml", "_toc.yml", "requirements.txt", "chapters/01_high_level_look.ipynb",
+                   "tx/exercises/course.py"):
+        assert f"transformer-book/{needed}" in names, needed
+    assert not any("/_build/" in n or "/.venv/" in n for n in names)
+
+
 def test_intro_links_the_learner_edition(visits):
     page = visits(PAGES[0]).page
     link = page.locator("article a[href$='learner-edition.zip']")
