@@ -1,4 +1,4 @@
-"""Live models in the page: a translator block that runs a checkpoint in the reader's browser.
+"""Live models in the page: a translator, a text generator and a digit classifier, run in the reader's browser.
 
 ``tx.live.translator(tx.checkpoint.BOOK_MODEL, examples=[...])``, the last expression of a code
 cell, shows one block. On the book's website ``_ext/static/tx-live.js`` turns it into a text box:
