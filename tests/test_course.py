@@ -205,3 +205,21 @@ def test_nbgrader_grades_the_solutions_full_and_the_release_zero(tmp_path, half)
                 assert "raise NotImplementedError()" in source(cell) and BEGIN not in source(cell), a
         # What nbgrader's feedback shows under each check is the hint the learner edition gives.
         assert s.hints == hints_in_process(released), a
+
+
+def test_the_teachers_page_quotes_a_hint_the_checker_gives():
+    """teachers.md shows what a student reads for a wrong softmax: it must be what check_softmax says."""
+    import re
+    from pathlib import Path
+
+    from tx.exercises import CheckFailed, ch03
+
+    page = (Path(__file__).resolve().parents[1] / "teachers.md").read_text(encoding="utf-8")
+    quoted = re.search(r"```text\n(Not yet: .*?)\n```", page, re.S).group(1)
+
+    def softmax(scores):  # the mistake the page describes: no largest score subtracted
+        return scores.exp() / scores.exp().sum()
+
+    with pytest.raises(CheckFailed) as failed:
+        ch03.check_softmax(softmax)
+    assert " ".join(quoted.split()) == "Not yet: " + " ".join(str(failed.value).split())
