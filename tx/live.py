@@ -216,6 +216,9 @@ class Generator:
         layers, heads = _layer_options(self.layers), _head_options(self.heads)
         static = "".join(f"<li>{_continuation_html(read, written)}</li>" for read, written in self.parts)
         words = ", ".join(html.escape(w) for w in self.known)
+        # "words and marks" only where the vocabulary holds marks (the grammar's has none)
+        kinds = "words" if all(w.replace("'", "").isalpha() or w[:1] + w[-1:] == "<>"
+                               for w in self.known) else "words and marks"
         return f"""<div class="tx-live" id="{uid}" data-live-model="generate" data-model="{html.escape(self.name)}" data-max-new-tokens="{self.max_new_tokens}">
 <form class="tx-live-form" hidden>
 <label for="{uid}-text">English prompt</label>
@@ -232,7 +235,7 @@ class Generator:
 <div class="tx-live-map"></div>
 <div class="tx-live-static"><p>On the book's website this block continues any prompt you type, in your browser.
 Here, tx's own greedy continuations of its examples, the words the model wrote in bold:</p><ul>{static}</ul></div>
-<details class="tx-live-words"><summary>The {len(self.known)} English words and marks this model knows (any other word reads as &lt;unk&gt;)</summary><p>{words}</p></details>
+<details class="tx-live-words"><summary>The {len(self.known)} English {kinds} this model knows (any other word reads as &lt;unk&gt;)</summary><p>{words}</p></details>
 </div>"""
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
@@ -257,7 +260,7 @@ def _continuation_html(read: list[tuple[str, bool]], written: str) -> str:
             f'<b class="tx-live-written">{html.escape(written)}</b>')
 
 
-SAMPLING = [("greedy", "greedy"), ("t0.7", "temperature 0.7"), ("t1.5", "temperature 1.5"), ("k3", "top-k 3")]
+SAMPLING = [("greedy", "greedy"), ("t0.5", "temperature 0.5"), ("t2", "temperature 2"), ("k3", "top-k 3")]
 
 
 def generator(model, vocab, examples: Sequence[str], name: str = "lm", max_new_tokens: int = 14) -> Generator:
