@@ -69,25 +69,49 @@ def test_shape_rejects_wrong_answers(wrong, hint):
         ch02.check_embedded_shape(wrong)
 
 
-# ----------------------------------------------------------------- embedding lookup by hand
+# ----------------------------------------------------------------- equation (2.1) from a start position
 
 
-def embed_right(ids, table):
-    return table[ids] * math.sqrt(table.size(1))
+def embed_right(ids, table, start):
+    T, D = ids.size(1), table.size(1)
+    return table[ids] * math.sqrt(D) + tx.positional_encoding(start + T, D)[start:]
 
 
-def test_embed_accepts_the_scaled_lookup(capsys):
+def pe(ids, table, first):
+    return tx.positional_encoding(first + ids.size(1), table.size(1))[first:]
+
+
+def test_embed_accepts_equation_2_1(capsys):
     ch02.check_embed_tokens(embed_right)
     assert capsys.readouterr().out.startswith("Correct:")
 
 
+def test_embed_right_answer_is_the_models_embedding():
+    embed = tx.checkpoint.load().model.src_embed.eval()
+    ids = torch.tensor([[5, 7, 9]])
+    with torch.no_grad():
+        torch.testing.assert_close(embed_right(ids, embed.token.weight, 4), embed(ids, start=4))
+
+
+def through_the_module(ids, table, start):
+    embed = tx.Embedding(table.size(0), table.size(1), max_len=64, dropout=0.0)
+    with torch.no_grad():
+        embed.token.weight.copy_(table)
+        return embed(ids, start=start)
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda ids, table: table[ids], "sqrt\\(d_model\\)"),
-    (lambda ids, table: table[ids] * math.sqrt(table.size(1)) + tx.positional_encoding(ids.size(1), table.size(1)),
-     "positional encoding"),
-    (lambda ids, table: table[ids] * table.size(1), "square root"),
-    (lambda ids, table: table[ids] * math.sqrt(128), "take d_model from the table"),  # the book's size, hard-coded
-    (lambda ids, table: table[ids[0]] * math.sqrt(table.size(1)), "has shape"),
+    (lambda ids, t, s: t[ids] * math.sqrt(t.size(1)) + pe(ids, t, 0), "hold the positions 0"),
+    (lambda ids, t, s: t[ids] * math.sqrt(t.size(1)) + pe(ids, t, s + 1), "one position late"),
+    (lambda ids, t, s: t[ids] + pe(ids, t, s), "unscaled"),
+    (lambda ids, t, s: (t[ids] + pe(ids, t, s)) * math.sqrt(t.size(1)), "scale the positional encoding too"),
+    (lambda ids, t, s: t[ids] * t.size(1) + pe(ids, t, s), "square root"),
+    (lambda ids, t, s: t[ids] * math.sqrt(t.size(1)), "no positional encoding"),
+    (lambda ids, t, s: t[ids] * math.sqrt(128) + pe(ids, t, s), "take d_model from the table"),
+    (lambda ids, t, s: embed_right(ids, t, s)[0], "has shape"),
+    (through_the_module, "calls Embedding.forward"),
+    (lambda ids, t, s: torch.nn.functional.embedding(ids, t) * math.sqrt(t.size(1)) + pe(ids, t, s) + 1,
+     "differs"),
 ])
 def test_embed_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -23,9 +23,9 @@ def next_word_targets(sentence, vocab, length):
     return targets
 
 
-def sample_word(logits, vocab, temperature):
-    probs = torch.softmax(logits / temperature, dim=-1)
-    return vocab[int(torch.multinomial(probs, 1))]
+def sample_word(logits, temperature, u):
+    cdf = torch.softmax(logits / temperature, dim=-1).cumsum(0)
+    return min(int((cdf <= u).sum()), len(cdf) - 1)
 
 
 def test_right_answers_pass(capsys):
@@ -103,13 +103,41 @@ def test_next_word_targets_checker_rejects(wrong, hint):
         ch09.check_next_word_targets(wrong)
 
 
+def word_left_open(z, t, u):  # searchsorted's default: cdf[i-1] < u <= cdf[i]
+    cdf = torch.softmax(z / t, dim=-1).cumsum(0)
+    return int(torch.searchsorted(cdf, torch.tensor([u]))[0])
+
+
+def word_of_logits(z, t, u):  # the running sum of the logits, not of probabilities
+    return min(int(((z / t).cumsum(0) <= u).sum()), len(z) - 1)
+
+
+def by_multinomial(z, t, u):
+    return int(torch.multinomial(torch.softmax(z / t, dim=-1), 1))
+
+
+def by_categorical(z, t, u):
+    return int(torch.distributions.Categorical(logits=z / t).sample())
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda z, v, t: v[int(z.argmax())], "greedy picking"),
-    (lambda z, v, t: sample_word(z, v, 1.0), "divide by the temperature"),
-    (lambda z, v, t: v[int(torch.randint(len(v), ()))], "expected about"),  # uniform
-    (lambda z, v, t: sample_word(z * t, v, 1.0), "expected about"),  # multiplies by the temperature
-    (lambda z, v, t: int(z.argmax()), "as a str"),
+    (word_left_open, "exactly on a boundary"),
+    (lambda z, t, u: sample_word(z, t, u) + 1, "one word late"),
+    (lambda z, t, u: sample_word(z, t, u) - 1, "one word early"),
+    (lambda z, t, u: sample_word(z, 1.0, u), "divide the logits by the temperature"),
+    (lambda z, t, u: int(z.argmax()), "greedy picking"),
+    (word_of_logits, "not of the logits"),
+    (by_multinomial, "calls torch.multinomial"),
+    (lambda z, t, u: int(torch.softmax(z / t, -1).multinomial(1)), "calls Tensor.multinomial"),
+    (by_categorical, "calls Categorical.sample"),
+    (lambda z, t, u: float(sample_word(z, t, u)), "an int"),
+    (lambda z, t, u: ["a", "am", "i"][0], "an int"),
 ])
 def test_sample_word_checker_rejects(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
         ch09.check_sample_word(wrong)
+
+
+def test_sample_word_checker_accepts_a_tensor_index(capsys):
+    ch09.check_sample_word(lambda z, t, u: torch.tensor(sample_word(z, t, u)))
+    assert capsys.readouterr().out.startswith("Correct:")

@@ -12,10 +12,10 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import CheckFailed, as_shape, assert_tensor, call, keeps_random_state, passed
+from . import CheckFailed, as_shape, assert_tensor, call, forbidding, keeps_random_state, passed
 from .. import data
 from ..layers import FeedForward
-from ..positional_encoding import Embedding
+from ..positional_encoding import Embedding, positional_encoding
 
 __all__ = ["check_position_wise_ffn", "check_embedded_shape", "check_embed_tokens"]
 
@@ -98,33 +98,46 @@ def _book_embedding() -> tuple[Embedding, Any]:
 
 
 @keeps_random_state
-def check_embed_tokens(fn: Callable[[Tensor, Tensor], Any]) -> None:
-    """``fn(ids [B, T], table [V, D])`` must give the scaled embeddings the book's model uses, [B, T, D]."""
+def check_embed_tokens(fn: Callable[[Tensor, Tensor, int], Any]) -> None:
+    """``fn(ids [B, T], table [V, D], start)`` must give equation (2.1) for tokens at positions
+    start .. start+T-1, as ``model.src_embed(ids, start=start)`` in evaluation, [B, T, D]."""
     embed, vocab = _book_embedding()
+    embed = embed.eval()
     sentences = ["je suis étudiant", "le chat noir", "nous aimons les pommes rouges"]
     ids = data.pad([vocab.encode(s, add_bos=False) for s in sentences], vocab.pad_id)  # [B, T]
     table = embed.token.weight.detach().clone()  # [V, D]
-    D = table.size(1)
-    with torch.no_grad():
-        expected = embed.token(ids) * math.sqrt(D)  # [B, T, D]
-        with_pe = embed.eval()(ids)  # + positional encoding
-    got = call(fn, ids.clone(), table.clone())
-    if isinstance(got, Tensor) and got.shape == expected.shape:
-        if torch.allclose(got, expected / math.sqrt(D), atol=1e-5):
-            raise CheckFailed(
-                f"these are the rows of the table unscaled: multiply them by sqrt(d_model) = sqrt({D}) = {math.sqrt(D):.3f}."
-            )
-        if torch.allclose(got, with_pe, atol=1e-4):
-            raise CheckFailed("you added the positional encoding too; return the scaled word vectors alone.")
-        if torch.allclose(got, expected * math.sqrt(D), atol=1e-3):
-            raise CheckFailed(f"you multiplied by d_model = {D}; the scale is its square root, sqrt({D}) = {math.sqrt(D):.3f}.")
-    assert_tensor(got, expected, "your embeddings", atol=1e-5)
+    cases = [(ids, table, 0), (ids, table, 5), (ids[:, 2:3], table, 9)]  # the last: one word, as a decoder step
     # A table and ids the learner never sees, of another size: d_model is the table's width.
     g = torch.Generator().manual_seed(2)
-    table = torch.randn(11, 6, generator=g)  # [V, D]
-    ids = torch.randint(0, 11, (2, 4), generator=g)  # [B, T]
-    got = call(fn, ids.clone(), table.clone())
-    if isinstance(got, Tensor) and got.shape == (2, 4, 6) and torch.allclose(got, table[ids] * math.sqrt(D), atol=1e-5):
-        raise CheckFailed(f"you scaled by sqrt({D}), the book's d_model; take d_model from the table, table.size(1).")
-    assert_tensor(got, table[ids] * math.sqrt(6), "your embeddings for ids [2, 4] and a table [11, 6]", atol=1e-5)
-    passed(f"table[ids] * sqrt({D}) is what model.src_embed computes before it adds the positions.")
+    cases.append((torch.randint(0, 11, (2, 4), generator=g), torch.randn(11, 6, generator=g), 3))
+    for ids, table, start in cases:
+        (B, T), D = ids.shape, table.size(1)
+        pe = positional_encoding(start + T + 1, D)  # [start+T+1, D]
+        rows = table[ids]  # [B, T, D]
+        expected = rows * math.sqrt(D) + pe[start : start + T]  # [B, T, D]
+        with forbidding([(Embedding, "forward"), (torch.nn.Embedding, "forward")],
+                        "build the sum from the table and tx.positional_encoding."):
+            got = call(fn, ids.clone(), table.clone(), start)
+        what = f"your vectors for ids of shape {tuple(ids.shape)}, a table [{table.size(0)}, {D}] and start={start}"
+        if isinstance(got, Tensor) and got.shape == expected.shape:
+            wrong = [
+                (rows * math.sqrt(D) + pe[:T], f"hold the positions 0 .. {T - 1}: take rows start .. start+T-1 "
+                 f"of the positional encoding, here {start} .. {start + T - 1}."),
+                (rows * math.sqrt(D) + pe[start + 1 : start + T + 1], "are one position late: the first token "
+                 "sits at position start, so its row of the positional encoding is row start."),
+                (rows + pe[start : start + T], f"add the rows of the table unscaled: multiply them by "
+                 f"sqrt(d_model) = sqrt({D}) before adding the positions."),
+                ((rows + pe[start : start + T]) * math.sqrt(D), "scale the positional encoding too: only the "
+                 "word vectors are multiplied by sqrt(d_model)."),
+                (rows * D + pe[start : start + T], f"multiply by d_model = {D}; the scale is its square root."),
+                (rows * math.sqrt(D), "have no positional encoding: add p_i, rows start .. start+T-1 of "
+                 "tx.positional_encoding."),
+                (rows * math.sqrt(128) + pe[start : start + T], "are scaled by sqrt(128), the book's d_model; "
+                 "take d_model from the table, table.size(1)."),
+            ]
+            for value, hint in wrong:
+                if not torch.allclose(value, expected, atol=1e-4) and torch.allclose(got, value, atol=1e-4):
+                    raise CheckFailed(f"{what} {hint}")
+        assert_tensor(got, expected, what, atol=1e-4)
+    passed("sqrt(d_model) E[ids] + the positions from start on is what model.src_embed(ids, start=start) "
+           "computes in evaluation.")

@@ -134,44 +134,74 @@ def check_next_word_targets(fn: Callable[[str, Sequence[str], int], Tensor]) -> 
            "for the padding.")
 
 
-def _frequencies(fn: Callable, logits: Tensor, temperature: float, n: int) -> Tensor:
-    """How often ``fn`` picked each word of POST_VOCAB in ``n`` calls, or CheckFailed for a non-word."""
-    counts = torch.zeros(len(POST_VOCAB))
-    for _ in range(n):
-        word = call(fn, logits.clone(), list(POST_VOCAB), temperature)
-        if not isinstance(word, str) or word not in POST_VOCAB:
-            raise CheckFailed(f"sample_word should return one of the words of vocab as a str, got {word!r}.")
-        counts[POST_VOCAB.index(word)] += 1
-    return counts / n
+def _word_at(probs: Tensor, u: float) -> int:
+    """The index i with cdf[i-1] <= u < cdf[i], cdf the running sum of ``probs`` [V]; the last word past cdf[-1]."""
+    cdf = probs.double().cumsum(0)  # [V]
+    return min(int((cdf <= u).sum()), probs.numel() - 1)
+
+
+def _as_index(got: object, what: str) -> int:
+    """The learner's answer as a Python int, or CheckFailed saying what came back."""
+    if isinstance(got, Tensor) and got.numel() == 1 and not got.is_floating_point() and got.dtype != torch.bool:
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, int):
+        raise CheckFailed(f"{what} should return the index of a word, an int, got {type(got).__name__} {got!r}.")
+    return got
+
+
+SAMPLERS = [(torch, "multinomial"), (torch.Tensor, "multinomial"), (torch.distributions.Categorical, "sample")]
+"""What exercise 9.3 asks the learner to do without: torch's own ways to draw an index."""
 
 
 @keeps_random_state
-def check_sample_word(fn: Callable[[Tensor, Sequence[str], float], str]) -> None:
-    """``fn(logits [V], vocab, temperature) -> str``: a word drawn with probability softmax(logits / temperature)."""
-    torch.manual_seed(11)
-    n = 3000  # a frequency's standard error is at most 0.009; 0.045 is five of them
-    cases = [
-        (torch.tensor([1.0, 3.0, 0.5, -1.0, 0.0, 2.0]), 1.0),
-        (torch.tensor([1.0, 3.0, 0.5, -1.0, 0.0, 2.0]), 0.5),
-        (torch.tensor([-4.0, -3.0, -5.0, -0.5, -2.0, -6.0]), 2.0),
-    ]
-    for logits, temperature in cases:
-        freq = _frequencies(fn, logits, temperature, n)
-        expected = torch.softmax(logits / temperature, dim=-1)
-        what = f"over {n} calls with logits {logits.tolist()} and temperature {temperature},"
-        if float((freq - expected).abs().max()) <= 0.045:
-            continue
-        shown = ", ".join(f"{w} {f:.2f}" for w, f in zip(POST_VOCAB, freq.tolist()))
-        want = ", ".join(f"{w} {p:.2f}" for w, p in zip(POST_VOCAB, expected.tolist()))
-        if float(freq.max()) == 1.0 and int(freq.argmax()) == int(logits.argmax()):
-            raise CheckFailed(f"{what} you always returned {POST_VOCAB[int(logits.argmax())]!r}, the most probable "
-                              "word: that is greedy picking. Sampling draws each word with its probability.")
-        if float((freq - torch.softmax(logits, -1)).abs().max()) <= 0.045:
-            raise CheckFailed(f"{what} your words follow softmax(logits), not softmax(logits / temperature): "
-                              "divide by the temperature first.")
-        raise CheckFailed(f"{what} you returned the words this often: {shown}; expected about: {want}.")
-    low = _frequencies(fn, torch.tensor([1.0, 3.0, 0.5, -1.0, 0.0, 2.0]), 0.01, 200)
-    if float(low[1]) < 1.0:
-        raise CheckFailed("at temperature 0.01 nearly all the probability is on the top word, 'am', but you "
-                          f"returned other words {1 - float(low[1]):.0%} of the time.")
-    passed("your words come out about as often as softmax(logits / temperature) says.")
+def check_sample_word(fn: Callable[[Tensor, float, float], int]) -> None:
+    """``fn(logits [V], temperature, u) -> int``: the word i whose slice [cdf[i-1], cdf[i]) of [0, 1) holds u,
+    cdf the running sum of softmax(logits / temperature)."""
+    g = torch.Generator().manual_seed(11)
+    post = torch.tensor([1.0, 3.0, 0.5, -1.0, 0.0, 2.0])
+    cases = []
+    for logits, temperature in ((post, 1.0), (post, 0.5), (post, 4.0), (torch.randn(9, generator=g) * 2, 2.0)):
+        cdf = torch.softmax(logits / temperature, dim=-1).double().cumsum(0)  # [V]
+        lower = torch.cat([torch.zeros(1, dtype=cdf.dtype), cdf[:-1]])
+        wide = (cdf - lower) > 4e-3  # slices wide enough to aim at their inside and both ends
+        us = [(lo + hi) / 2 for lo, hi in zip(lower[wide].tolist(), cdf[wide].tolist())]
+        us += [lo + 1e-3 for lo in lower[wide].tolist()] + [hi - 1e-3 for hi in cdf[wide].tolist()]
+        cases += [(logits, temperature, u) for u in us]
+    # Equal logits give exact slices, [0, 0.25), [0.25, 0.5), ...: u on a boundary belongs to the word it starts.
+    cases += [(torch.full((4,), 2.0), 3.0, u) for u in (0.0, 0.25, 0.5, 0.75)]
+    answers = []  # (what, got, probs, u) for every case
+    for logits, temperature, u in cases:
+        with forbidding(SAMPLERS, "turn u into a word yourself, with the running sum of the probabilities."):
+            got = call(fn, logits.clone(), temperature, u)
+        what = f"sample_word(logits={[round(v, 2) for v in logits.tolist()]}, temperature={temperature}, u={u:.4f})"
+        answers.append((what, _as_index(got, what), torch.softmax(logits / temperature, dim=-1), u))
+    wrong = [(what, got, probs, u) for what, got, probs, u in answers if got != _word_at(probs, u)]
+    if wrong:
+        what, got, probs, u = wrong[0]
+        cdf = probs.double().cumsum(0)  # [V]
+        said = (f"{what} returned {got}; expected {_word_at(probs, u)} (the running sum is "
+                f"{', '.join(f'{c:.3f}' for c in cdf.tolist())}).")
+        # Which wrong rule explains every answer, the right ones included?
+        rules = [
+            (lambda p, u: int((p.double().cumsum(0) < u).sum()),
+             f"u lies exactly on a boundary of the running sum: the slice of word i is cdf[i-1] <= u < cdf[i], "
+             "closed on the left, so u belongs to the next word. Count the cdf entries <= u (or use "
+             "torch.searchsorted(cdf, u, right=True))."),
+            (lambda p, u: _word_at(p, u) + 1, "That is one word late: word i owns cdf[i-1] <= u < cdf[i], so the "
+             "answer is the number of cdf entries <= u."),
+            (lambda p, u: _word_at(p, u) - 1, "That is one word early: word i owns cdf[i-1] <= u < cdf[i], so "
+             "the answer is the number of cdf entries <= u."),
+            (lambda p, u: int(p.argmax()), "That is always the most probable word, greedy picking; u must choose "
+             "the word."),
+        ]
+        for rule, hint in rules:
+            if all(got == rule(probs, u) for _, got, probs, u in answers):
+                raise CheckFailed(f"{said} {hint}")
+        tempered = [c for c in cases if c[1] != 1.0]
+        if all(got == _word_at(torch.softmax(logits, -1), u)
+               for (logits, t, u), (_, got, _, _) in zip(cases, answers) if t != 1.0) and tempered:
+            raise CheckFailed(f"{said} That is the word of softmax(logits): divide the logits by the temperature "
+                              "first.")
+        raise CheckFailed(f"{said} Take the running sum of the probabilities softmax(logits / temperature), "
+                          "not of the logits, and return the first i whose cdf[i] is greater than u.")
+    passed("u in [cdf[i-1], cdf[i]) gives word i: a uniform u draws each word with its probability.")
