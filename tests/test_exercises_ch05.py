@@ -93,19 +93,31 @@ def test_combine_heads_leaves_the_global_random_stream_alone():
     assert rng_untouched(ch05.check_combine_heads, lambda z, w_o: w_o(merge_heads(z)))
 
 
+def count_parameters(d, h, dh):
+    inner = h * dh
+    return 3 * (d * inner + inner) + (inner * d + d)
+
+
 def test_count_parameters_accepts_the_formula(capsys):
-    ch05.check_count_parameters(lambda d, h: 4 * (d * d + d))
+    ch05.check_count_parameters(count_parameters)
     assert capsys.readouterr().out.startswith("Correct:")
 
 
+def test_count_parameters_agrees_with_tx_where_the_heads_fill_d_model():
+    for d, h in [(512, 8), (12, 3)]:
+        assert count_parameters(d, h, d // h) == sum(p.numel() for p in tx.MultiHeadAttention(d, h).parameters())
+
+
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda d, h: 4 * d * d, "bias"),
-    (lambda d, h: 3 * (d * d + d), "W\\^O"),
-    (lambda d, h: 4 * (d * (d // h) + d), "neither divides nor multiplies"),  # one head's matrices only
-    (lambda d, h: 4 * (d * d + d) * h, "neither divides nor multiplies"),  # a full set of matrices per head
-    (lambda d, h: "many", "should return an int"),
-    (lambda d, h: 1_050_624, "expected"),  # the base model's count, hard-coded
-    (lambda d, h: sum(p.numel() for p in tx.MultiHeadAttention(d, h).parameters()), "without building the layer"),
+    (lambda d, h, dh: 4 * d * h * dh, "bias"),
+    (lambda d, h, dh: 4 * (d * d + d), "n_heads \\* d_head = d_model"),  # exercise 1.1's count, heads ignored
+    (lambda d, h, dh: 4 * (d * h * dh + h * dh), "W\\^O goes the other way"),
+    (lambda d, h, dh: 3 * (d * h * dh + h * dh), "W\\^O"),
+    (lambda d, h, dh: 3 * (d * dh + dh) + (dh * d + d), "side by side"),  # one head's matrices only
+    (lambda d, h, dh: (3 * (d * dh + dh) + (dh * d + d)) * h, "side by side"),  # a full layer per head
+    (lambda d, h, dh: "many", "should return an int"),
+    (lambda d, h, dh: 1_050_624, "expected"),  # the base model's count, hard-coded
+    (lambda d, h, dh: sum(p.numel() for p in tx.MultiHeadAttention(d, h).parameters()), "without building the layer"),
 ])
 def test_count_parameters_rejects_wrong_counts(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -67,15 +67,27 @@ def check_combine_heads(fn: Callable[..., Any]) -> None:
     passed("concatenating the heads and applying W^O gives tx.MultiHeadAttention's output.")
 
 
+def _linear_count(n_in: int, n_out: int) -> int:
+    """The weights and bias of an nn.Linear(n_in, n_out)."""
+    return n_in * n_out + n_out
+
+
 @keeps_random_state
 def check_count_parameters(fn: Callable[..., Any]) -> None:
-    """``fn(d_model, n_heads) -> int`` must count tx.MultiHeadAttention's parameters."""
+    """``fn(d_model, n_heads, d_head) -> int``: the parameters of multi-head attention with ``n_heads``
+    heads of ``d_head`` numbers, W^Q, W^K, W^V of d_model x (n_heads * d_head) and W^O back, with biases."""
     g = torch.Generator().manual_seed(5)
     hidden = int(torch.randint(2, 40, (1,), generator=g)) * 3  # a size the learner never sees
-    for d_model, n_heads in [(512, 8), (512, 1), (512, 16), (1024, 16), (128, 4), (6, 3), (hidden, 3)]:
-        expected = sum(p.numel() for p in MultiHeadAttention(d_model, n_heads).parameters())
+    # d_head = d_model / n_heads as in tx.MultiHeadAttention, and wider or narrower heads
+    cases = [(512, 8, 64), (512, 1, 512), (512, 16, 32), (1024, 16, 64), (6, 3, 2), (hidden, 3, hidden // 3),
+             (4, 8, 3), (512, 16, 64), (512, 4, 32), (hidden, 5, 7)]
+    for d_model, n_heads, d_head in cases:
+        inner = n_heads * d_head
+        expected = 3 * _linear_count(d_model, inner) + _linear_count(inner, d_model)
+        if inner == d_model:  # tx's layer has these shapes: its count must agree
+            assert expected == sum(p.numel() for p in MultiHeadAttention(d_model, n_heads).parameters())
         with forbidding([(MultiHeadAttention, "__init__")], "count from the shapes of the four linear layers, without building the layer."):
-            got = call(fn, d_model, n_heads)
+            got = call(fn, d_model, n_heads, d_head)
         if isinstance(got, Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, float) and got.is_integer():
@@ -84,16 +96,22 @@ def check_count_parameters(fn: Callable[..., Any]) -> None:
             raise CheckFailed(f"count_parameters should return an int, got {type(got).__name__}.")
         if got == expected:
             continue
-        where = f"count_parameters({d_model}, {n_heads}) = {got}; expected {expected}."
-        if got == 4 * d_model * d_model:
-            raise CheckFailed(f"{where} Each of the four nn.Linear layers also has a bias of d_model numbers.")
-        if got in (4 * (d_model * d_model // n_heads + d_model), 4 * (d_model * d_model + d_model) * n_heads):
-            raise CheckFailed(f"{where} The heads share W^Q, W^K, W^V, each d_model x d_model: splitting into heads "
-                              "neither divides nor multiplies the count.")
-        if got in (3 * (d_model * d_model + d_model), 3 * d_model * d_model):
-            raise CheckFailed(f"{where} Remember W^O, the fourth d_model x d_model matrix.")
-        raise CheckFailed(
-            f"{where} Count W^Q, W^K, W^V and W^O with their biases; the heads only cut the "
-            "matrices into slices, so the count does not depend on n_heads."
-        )
-    passed("4 * (d_model**2 + d_model), whatever the number of heads.")
+        where = f"count_parameters({d_model}, {n_heads}, {d_head}) = {got}; expected {expected}."
+        if got == 4 * d_model * inner:
+            raise CheckFailed(f"{where} Each of the four nn.Linear layers also has a bias, as long as its output.")
+        if got == 4 * _linear_count(d_model, d_model) and inner != d_model:
+            raise CheckFailed(f"{where} That is the count when n_heads * d_head = d_model; here the heads together "
+                              f"are {inner} wide, so W^Q, W^K, W^V are d_model x {inner} and W^O is {inner} x d_model.")
+        if got == 4 * _linear_count(d_model, inner):
+            raise CheckFailed(f"{where} W^O goes the other way, {inner} x d_model: its bias has d_model numbers, not "
+                              f"{inner}.")
+        if got in (3 * _linear_count(d_model, inner), 3 * d_model * inner):
+            raise CheckFailed(f"{where} Remember W^O, which maps the heads' {inner} numbers back to d_model.")
+        if got == 3 * _linear_count(d_model, d_head) + _linear_count(d_head, d_model) or \
+                got == (3 * _linear_count(d_model, d_head) + _linear_count(d_head, d_model)) * n_heads:
+            raise CheckFailed(f"{where} The projections of all heads sit side by side in W^Q, W^K, W^V: "
+                              "d_model x (n_heads * d_head) each, one bias each, and one W^O.")
+        raise CheckFailed(f"{where} Count W^Q, W^K, W^V (d_model x n_heads * d_head, with biases) and W^O "
+                          "(n_heads * d_head x d_model, with its bias).")
+    passed("3 (d_model h d_head + h d_head) + (h d_head d_model + d_model): the heads matter only through "
+           "h d_head, their total width.")
