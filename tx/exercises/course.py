@@ -38,7 +38,7 @@ from typing import Any
 
 from .course_check import BEGIN, END, check_course, report
 from .learner import CHAPTERS, Written, write_keeping
-from .learner_notebook import _source, citations, equation_numbers, learner_notebook
+from .learner_notebook import _source, chapter_label, citations, equation_numbers, learner_notebook
 
 __all__ = [
     "MANIFEST", "POINTS", "BEGIN", "END", "assignment_id", "answer_source", "course_notebook", "course_files",
@@ -263,7 +263,7 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
     head["source"] = _source(head)[re.search(r"^## Exercises\b", _source(head), re.M | re.I).start():]
     kept = [cells[i] for i in _needed_cells(cells[:start], [c for c in exercises if "solution" not in
                                                            c.get("metadata", {}).get("tags", [])])]
-    chapter = int(name[:2]) if name[:2].isdigit() else None
+    chapter = chapter_label(name)
     number = str(chapter) if chapter is not None else name.split("_")[0]
     title = {"cell_type": "markdown", "id": "tx-course-title", "metadata": {},
              "source": TITLE.format(number=number, title=_title(notebook), points=POINTS,

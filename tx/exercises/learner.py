@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .learner_notebook import (  # re-exported: the book's site and the tests import them from here
-    CODE_EQUATION_LABEL, EXPECTED_FAILURES, SETUP_CELL, _source, citations, equation_numbers, is_solution_cell,
-    learner_notebook, number_equation_labels, strip_solutions, to_markdown,
+    CODE_EQUATION_LABEL, EXPECTED_FAILURES, SETUP_CELL, _source, chapter_label, citations, equation_numbers,
+    is_solution_cell, learner_notebook, number_equation_labels, strip_solutions, to_markdown,
 )
 
 __all__ = [
@@ -208,7 +208,7 @@ def learner_files(chapters: str | Path = CHAPTERS) -> dict[str, bytes]:
     files = {"README.md": readme(root).encode("utf-8")}
     times = run_all_times(root / "bench" / "run_all_times.json")
     for path in sources:
-        chapter = int(path.name[:2]) if path.name[:2].isdigit() else None
+        chapter = chapter_label(path.name)
         slow = slow_note(path.name, times)
         notebook = learner_notebook(json.loads(path.read_text(encoding="utf-8")), equations, cites, chapter, slow)
         files[path.name] = (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")

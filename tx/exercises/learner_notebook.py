@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "EXPECTED_FAILURES", "SETUP_CELL", "is_solution_cell", "strip_solutions", "equation_numbers",
+    "EXPECTED_FAILURES", "SETUP_CELL", "chapter_label", "is_solution_cell", "strip_solutions", "equation_numbers",
     "CODE_EQUATION_LABEL", "number_equation_labels", "citations", "to_markdown", "learner_notebook",
     "HIDDEN", "hide_scaffolding",
 ]
@@ -292,11 +292,21 @@ def hide_scaffolding(cell: dict[str, Any]) -> None:
             cell["metadata"]["jupyter"] = {**cell["metadata"].get("jupyter", {}), **hidden}
 
 
+def chapter_label(name: str) -> str | None:
+    """How the website numbers a notebook's exercises: "3" for ``03_...ipynb``, "A1" for an appendix's
+    ``A1_...ipynb`` (``_ext/book_site.py`` numbers its exercises A1.1, A1.2, ...); None for any other name."""
+    match = re.match(r"(\d{2}|[A-Z]\d+)_", name)
+    if not match:
+        return None
+    return str(int(match.group(1))) if match.group(1).isdigit() else match.group(1)
+
+
 def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: dict[str, tuple[str, str]],
-                     chapter: int | None = None, slow: str | None = None) -> dict[str, Any]:
+                     chapter: int | str | None = None, slow: str | None = None) -> dict[str, Any]:
     """The learner edition of one chapter (nbformat JSON): no solutions, plain Markdown, checks that let Run All go on.
 
-    With ``chapter``, exercises are numbered as the website numbers them: "Exercise 3.2 (Softmax)".
+    With ``chapter`` (:func:`chapter_label`), exercises are numbered as the website numbers them: "Exercise 3.2
+    (Softmax)", "Exercise A1.1 (...)".
     With ``slow`` (from :func:`tx.exercises.learner.slow_note`), a note under the title says the notebook takes
     over two minutes to run.
     """
