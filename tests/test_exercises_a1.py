@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import torch
 
 from tx.exercises import CheckFailed, a1
+from tx.train import loss_fn
 
 
-def accumulation_weights(tokens):
-    return [n / sum(tokens) for n in tokens]
+def accumulate(model, micro_batches, pad_id, *, summed=True, keep=True, rescale="N", count="N"):
+    """The solution; the keyword arguments turn it into the named mistakes."""
+    seen = {"N": 0, "M": 0, "positions": 0, "none": 1}
+    for x, y in micro_batches:
+        if not keep:
+            model.zero_grad()  # .grad zeroed between micro-batches
+        n = int((y != pad_id).sum())
+        mean = loss_fn(model(x), y, pad_id, 0.1)
+        (mean * n if summed else mean).backward()
+        seen["N"], seen["M"], seen["positions"] = seen["N"] + n, seen["M"] + 1, seen["positions"] + y.numel()
+    for p in model.parameters():
+        p.grad /= seen[rescale]
+    return seen[count]
 
 
 def bf16_spacing(x):
@@ -20,34 +31,62 @@ def bf16_spacing(x):
 
 
 def test_right_answers_pass(capsys):
-    a1.check_accumulation_weights(accumulation_weights)
-    a1.check_accumulation_weights(lambda tokens: torch.tensor(tokens) / sum(tokens))  # a tensor [M] will do
-    a1.check_accumulation_weights(lambda tokens: np.array(tokens) / sum(tokens))  # so will an array
+    a1.check_accumulate(accumulate)
+    a1.check_accumulate(lambda *args: torch.tensor(accumulate(*args)))  # a one-element tensor will do for N
     a1.check_bf16_spacing(bf16_spacing)
-    assert capsys.readouterr().out.count("Correct:") == 4
+    assert capsys.readouterr().out.count("Correct:") == 3
+
+
+def kept_all(model, micro_batches, pad_id):
+    # a first pass over the stream to count the tokens, a second to run them
+    N = sum(int((y != pad_id).sum()) for _, y in micro_batches)
+    for x, y in micro_batches:
+        loss_fn(model(x), y, pad_id, 0.1).mul(int((y != pad_id).sum()) / N).backward()
+    return N
+
+
+def graphs_kept(model, micro_batches, pad_id):
+    # the losses' graphs kept, one backward() at the end
+    losses, N = [], 0
+    for x, y in micro_batches:
+        n = int((y != pad_id).sum())
+        losses.append(loss_fn(model(x), y, pad_id, 0.1) * n)
+        N += n
+    (sum(losses) / N).backward()
+    return N
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda tokens: [1 / len(tokens)] * len(tokens), "equal weights"),
-    (lambda tokens: list(tokens), "too large"),
-    (lambda tokens: [1.0] * len(tokens), "adds the micro-batches' means"),
-    (lambda tokens: [sum(tokens) / n for n in tokens], "upside down"),
-    (lambda tokens: [1 / n for n in tokens], "divides each mean by its tokens once more"),
-    (lambda tokens: [1 / sum(tokens)] * len(tokens), "sum of its token losses"),
-    (lambda tokens: [n / sum(tokens) * 2 for n in tokens], "right proportions, but they add up to 2"),
-    (lambda tokens: [(n + 1) / (sum(tokens) + len(tokens)) for n in tokens], "accumulated gradient differs"),
-    (lambda tokens: [1.0], "list of .* numbers, one per micro-batch"),
-    (lambda tokens: sum(tokens), "list of .* numbers"),
+    (lambda *a: accumulate(*a, summed=False, rescale="M"), "weighed equally"),
+    (lambda *a: accumulate(*a, summed=False, rescale="none"), "backward\\(\\) on each micro-batch's mean: multiply"),
+    (lambda *a: accumulate(*a, summed=False), "divided by N at the end"),
+    (lambda *a: accumulate(*a, rescale="none"), "N = .* times too large"),
+    (lambda *a: accumulate(*a, rescale="M"), "divided by the number of micro-batches"),
+    (lambda *a: accumulate(*a, keep=False), "only the last micro-batch's gradient"),
+    (lambda *a: accumulate(*a, count="M"), "number of micro-batches"),
+    (lambda *a: accumulate(*a, count="positions"), "counts the pad positions"),
+    (lambda *a: accumulate(*a) + 1, "expected N = "),
+    (lambda m, mb, pad: accumulate(m, [next(mb)], pad), "read 1 of them"),
+    (lambda m, mb, pad: (accumulate(m, mb, pad), [p.grad.mul_(1.01) for p in m.parameters()])[0],
+     "right way but is 1.01 times"),
+    (kept_all, "A first pass that counts the tokens"),
+    (lambda m, mb, pad: (accumulate(m, mb, pad), list(mb))[0], "read again after its last micro-batch"),
+    (graphs_kept, "read before backward\\(\\) ran on micro-batch 1"),
 ])
-def test_accumulation_weights_mistakes_get_hints(wrong, hint):
+def test_accumulate_mistakes_get_hints(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
-        a1.check_accumulation_weights(wrong)
+        a1.check_accumulate(wrong)
 
 
-def test_the_weights_are_checked_by_the_gradients_themselves():
-    # weights that match no named mistake but are slightly off still fail, on the gradient
-    with pytest.raises(CheckFailed, match="accumulated gradient differs"):
-        a1.check_accumulation_weights(lambda tokens: [n / sum(tokens) + 0.01 * (-1) ** i for i, n in enumerate(tokens)])
+def test_the_gradients_are_compared_entry_by_entry():
+    # a gradient that matches no named mistake but is slightly off still fails, on the gradient
+    def nudged(model, micro_batches, pad_id):
+        N = accumulate(model, micro_batches, pad_id)
+        model[0].weight.grad[1, 0] += 0.01
+        return N
+
+    with pytest.raises(CheckFailed, match="differs from the whole batch's by up to 0.01"):
+        a1.check_accumulate(nudged)
 
 
 @pytest.mark.parametrize("wrong, hint", [
@@ -63,15 +102,15 @@ def test_bf16_spacing_mistakes_get_hints(wrong, hint):
 
 
 def test_a_stub_gets_a_hint():
-    def stub(tokens):
+    def stub(model, micro_batches, pad_id):
         raise NotImplementedError
 
     with pytest.raises(CheckFailed, match="NotImplementedError"):
-        a1.check_accumulation_weights(stub)
+        a1.check_accumulate(stub)
 
 
 # tests/test_exercises.py holds every chNN checker to these promises; A1's are held here.
-@pytest.mark.parametrize("checker", [a1.check_accumulation_weights, a1.check_bf16_spacing])
+@pytest.mark.parametrize("checker", [a1.check_accumulate, a1.check_bf16_spacing])
 def test_every_checker_keeps_the_common_promises(checker):
     from conftest import rng_untouched
 
@@ -94,7 +133,7 @@ def test_every_checker_keeps_the_common_promises(checker):
 
 
 @pytest.mark.parametrize("checker, solution", [
-    (a1.check_accumulation_weights, accumulation_weights),
+    (a1.check_accumulate, accumulate),
     (a1.check_bf16_spacing, bf16_spacing),
 ])
 def test_a_hard_coded_answer_fails(checker, solution):
@@ -111,7 +150,7 @@ def test_a_hard_coded_answer_fails(checker, solution):
 
 
 def test_a_right_answer_leaves_the_random_stream_alone(capsys):
-    # check_accumulation_weights seeds torch to build its model; the notebook's stream must not notice.
+    # check_accumulate seeds torch to build its model; the notebook's stream must not notice.
     from conftest import rng_untouched
 
-    assert rng_untouched(lambda: a1.check_accumulation_weights(accumulation_weights))
+    assert rng_untouched(lambda: a1.check_accumulate(accumulate))

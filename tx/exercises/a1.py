@@ -8,7 +8,7 @@ torch, and prints one line when it is right.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -16,33 +16,67 @@ from torch import Tensor, nn
 from ..train import loss_fn
 from . import CheckFailed, as_number, assert_number, call, keeps_random_state, passed
 
-__all__ = ["check_accumulation_weights", "check_bf16_spacing"]
+__all__ = ["check_accumulate", "check_bf16_spacing"]
 
 _PAD = 0
 
 
-def _weights(got: Any, M: int, what: str) -> list[float]:
-    """The learner's answer as M finite floats, or CheckFailed saying what to return."""
-    if isinstance(got, Tensor) or type(got).__name__ == "ndarray":  # a tensor or an array [M] will do
-        got = got.tolist()
-    if not isinstance(got, (list, tuple)) or len(got) != M:
-        count = f"{len(got)} numbers" if isinstance(got, (list, tuple)) else type(got).__name__
-        raise CheckFailed(f"{what} should be a list of {M} numbers, one per micro-batch, got {count}.")
-    return [as_number(w, f"{what}[{m}]") for m, w in enumerate(got)]
-
-
-def _gradient(model: nn.Module, parts: Sequence[tuple[Tensor, Tensor]], weights: Sequence[float]) -> Tensor:
-    """The gradient, flattened, accumulated over ``weights[m] * mean loss of parts[m]``, one backward() each."""
+def _gradient(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
+    """The gradient, flattened, of the mean loss (smoothing 0.1) of token ids x [B, T] against targets y [B, T]."""
     model.zero_grad()
-    for (x, y), w in zip(parts, weights):
-        (w * loss_fn(model(x), y, _PAD, 0.1)).backward()
+    loss_fn(model(x), y, _PAD, 0.1).backward()
     return torch.cat([p.grad.flatten() for p in model.parameters()])
 
 
+class _OneShot:
+    """The micro-batches as an iterator that can be read once, counting what is read and, through a hook on
+    ``weight``, the backward passes that reached the model before each read."""
+
+    def __init__(self, parts: Sequence[tuple[Tensor, Tensor]], weight: Tensor) -> None:
+        self.parts, self.read, self.backwards, self.past_end = list(parts), 0, 0, 0
+        self.handle = weight.register_hook(self._count)
+
+    def _count(self, grad: Tensor) -> None:
+        self.backwards += 1
+
+    def __iter__(self) -> "_OneShot":
+        return self
+
+    def __next__(self) -> tuple[Tensor, Tensor]:
+        if self.read == len(self.parts):
+            self.past_end += 1
+            if self.past_end > 1:  # the first loop's own end is one read past the end; a second loop is another
+                raise CheckFailed("micro_batches was read again after its last micro-batch: it can be read only "
+                                  "once, as a stream from disk would be. Count the tokens as you go, in the one loop.")
+            raise StopIteration
+        if self.backwards < self.read:
+            raise CheckFailed(f"micro-batch {self.read + 1} was read before backward() ran on micro-batch "
+                              f"{self.read}: call backward() on each micro-batch's loss before reading the next, so "
+                              "that its graph is freed; keeping them all costs the memory accumulation saves. "
+                              "(A first pass that counts the tokens reads them all too: count as you go.)")
+        self.read += 1
+        return self.parts[self.read - 1]
+
+
+def _grads(model: nn.Module) -> Tensor:
+    """Every parameter's .grad, flattened into one vector (zeros where there is none)."""
+    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in model.parameters()])
+
+
+def _close(a: Tensor, b: Tensor) -> bool:
+    return torch.allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def _multiple(got: Tensor, of: Tensor) -> float | None:
+    """The factor c with got = c * of, up to rounding, or None where got is no multiple of ``of``."""
+    c = float(got @ of / (of @ of))
+    return c if float((got - c * of).norm()) <= 1e-4 * float(got.norm()) + 1e-7 else None
+
+
 @keeps_random_state
-def check_accumulation_weights(fn: Callable[[Sequence[int]], Any]) -> None:
-    """``fn(tokens [M]) -> [M]``: the factor of each micro-batch's mean loss, so that the accumulated
-    gradient is the whole batch's."""
+def check_accumulate(fn: Callable[[nn.Module, Iterator[tuple[Tensor, Tensor]], int], Any]) -> None:
+    """``fn(model, micro_batches, pad_id) -> N``: leave in every ``.grad`` the gradient of the whole batch's mean
+    loss, reading the (x [B_m, T], y [B_m, T]) pairs once with one backward() each; return the target tokens N."""
     torch.manual_seed(103)
     V, T = 12, 9
     model = nn.Sequential(nn.Embedding(V, 8), nn.Linear(8, V))  # logits [B, T, V] for token ids [B, T]
@@ -52,7 +86,7 @@ def check_accumulation_weights(fn: Callable[[Sequence[int]], Any]) -> None:
         [[2, 3], [9, 8]],
         [[1], [5, 9], [4, 2, 7]],
         [[9], [1], [3, 2]],
-        [[3, 3], [6]],  # equal token counts: equal weights are right here, and only here
+        [[3, 3], [6]],  # equal token counts: weighing the means equally is right here, and only here
         [[int(n) for n in torch.randint(1, T + 1, (rows,), generator=g)] for rows in hidden],
     ]
     for case in cases:
@@ -62,43 +96,58 @@ def check_accumulation_weights(fn: Callable[[Sequence[int]], Any]) -> None:
             y[torch.arange(T) >= torch.tensor(lengths)[:, None]] = _PAD
             parts.append((torch.randint(1, V, (len(lengths), T), generator=g), y))
         tokens = [sum(lengths) for lengths in case]
-        what = f"accumulation_weights({tokens})"
-        got = _weights(call(fn, list(tokens)), len(tokens), what)
         N, M = sum(tokens), len(tokens)
-        mistakes = [
-            ([1 / M] * M, "equal weights give every micro-batch's mean the same say, so a token of a small "
-             "micro-batch counts more than one of a large one. Weigh each mean by its share of the batch's tokens."),
-            ([float(n) for n in tokens], "the gradient comes out sum(tokens) times too large: each mean times its "
-             "tokens is that micro-batch's summed token losses; divide by the tokens of the whole batch."),
-            ([1.0] * M, "that adds the micro-batches' means; the batch's mean is a weighted average of them."),
-            ([N / n for n in tokens], "upside down: a micro-batch with more tokens must weigh more, not less."),
-            ([1 / n for n in tokens], "that divides each mean by its tokens once more. Multiplied by its tokens, "
-             "a mean gives back the micro-batch's summed token losses; the batch's mean divides their sum by the "
-             "tokens of the whole batch."),
-            ([1 / N] * M, "that would be right if each micro-batch's loss were the sum of its token losses; "
-             "tx.train.loss_fn returns their mean."),
-        ]
-        right = [n / N for n in tokens]
-        for weights, hint in mistakes:
-            if all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(got, weights)) and not all(
-                math.isclose(a, b, rel_tol=1e-6) for a, b in zip(right, weights)
-            ):
-                raise CheckFailed(f"{what} is {[round(w, 4) for w in got]}: {hint}")
-        scale = sum(got)
-        if scale and not math.isclose(scale, 1.0, rel_tol=1e-4) and all(
-            math.isclose(w / scale, r, rel_tol=1e-4) for w, r in zip(got, right)
-        ):
-            raise CheckFailed(f"{what} is {[round(w, 4) for w in got]}: in the right proportions, but they add up "
-                              f"to {scale:.6g}, which scales the gradient by as much; make them add up to 1.")
+        what = f"with {M} micro-batches of {tokens} target tokens, "
         x, y = torch.cat([x for x, _ in parts]), torch.cat([y for _, y in parts])
-        whole = _gradient(model, [(x, y)], [1.0])
-        accumulated = _gradient(model, parts, got)
-        if not torch.allclose(accumulated, whole, rtol=1e-4, atol=1e-6):
-            gap = float((accumulated - whole).abs().max())
-            raise CheckFailed(f"with {what} = {[round(w, 4) for w in got]}, the accumulated gradient differs from "
-                              f"the whole batch's by up to {gap:.3g} (the gradient's largest entry is "
-                              f"{float(whole.abs().max()):.3g}): weigh each micro-batch's mean by its share of the batch's tokens.")
-    passed("your weights make the micro-batches' gradients add up to the whole batch's.")
+        whole = _gradient(model, x, y)
+        model.zero_grad()
+        stream = _OneShot(parts, model[1].weight)
+        try:
+            got_n = call(fn, model, stream, _PAD)
+        finally:
+            stream.handle.remove()
+        if stream.read < M:
+            raise CheckFailed(f"{what}your function read {stream.read} of them: read micro_batches to its end.")
+        if stream.backwards != M:
+            raise CheckFailed(f"{what}backward() reached the model {stream.backwards} times; call it once per "
+                              "micro-batch, on that micro-batch's loss alone.")
+        got = _grads(model)
+        if not _close(got, whole):
+            means = [_gradient(model, *part) for part in parts]  # g_m, the gradient of each mean
+            mistakes = [
+                (sum(means) / M, "the micro-batches' means are weighed equally, so a token of a small micro-batch "
+                 "counts more than one of a large one. Back-propagate each micro-batch's summed token losses (its "
+                 "mean times its tokens), then divide by N."),
+                (sum(means), "that is backward() on each micro-batch's mean: multiply the mean by the micro-batch's "
+                 "tokens, which gives its summed token losses, before backward()."),
+                (sum(means) / N, "that is backward() on each micro-batch's mean, divided by N at the end: "
+                 "backward() on the mean times the micro-batch's tokens (its summed token losses) instead."),
+                (sum(n * gm for n, gm in zip(tokens, means)) / M, "the summed token losses divided by the number "
+                 f"of micro-batches, {M}: the batch's loss is a mean over its N = {N} target tokens."),
+            ]
+            for wrong, hint in mistakes:
+                if _close(got, wrong) and not _close(wrong, whole):
+                    raise CheckFailed(f"{what}the gradient is wrong: {hint}")
+            c = _multiple(got, whole)
+            if c is not None and math.isclose(c, N, rel_tol=1e-3):
+                raise CheckFailed(f"{what}the gradient is N = {N} times too large: after the last micro-batch, "
+                                  "divide every parameter's .grad by N.")
+            if c is not None:
+                raise CheckFailed(f"{what}the gradient points the right way but is {c:.4g} times the whole batch's: "
+                                  f"divide the summed gradients by N = {N}, once, at the end.")
+            if _multiple(got, means[-1]) is not None:
+                raise CheckFailed(f"{what}only the last micro-batch's gradient is left: backward() adds to .grad, "
+                                  "so do not zero it (or assign it) between micro-batches.")
+            gap = float((got - whole).abs().max())
+            raise CheckFailed(f"{what}the gradient differs from the whole batch's by up to {gap:.3g} (its largest "
+                              f"entry is {float(whole.abs().max()):.3g}): back-propagate each micro-batch's summed "
+                              "token losses, then divide every .grad by N.")
+        n = as_number(got_n, f"{what}the N returned")
+        if n != N:
+            why = {M: "that is the number of micro-batches", x.numel(): "that counts the pad positions too"}
+            raise CheckFailed(f"{what}your function returned {n:g}, expected N = {N}"
+                              + (f": {why[n]}." if n in why else ": count the targets that are not pad_id."))
+    passed("your streamed micro-batches add up to the whole batch's gradient.")
 
 
 def _spacing(x: float, dtype: torch.dtype) -> float:
