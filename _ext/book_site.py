@@ -273,6 +273,10 @@ def appendix_numbers(app: Sphinx, env) -> list[str]:
         match = APPENDIX_PAGE.search(docname)
         if match and not env.toc_secnumbers.get(docname):
             env.toc_secnumbers[docname] = appendix_sections(toc, match.group(1))
+            # the page's <title> and link previews read "A1. Training at scale", as its heading does
+            for titles in (getattr(env, "titles", {}), getattr(env, "longtitles", {})):
+                if docname in titles:
+                    titles[docname]["secnumber"] = [match.group(1)]
     return []
 
 

@@ -132,9 +132,12 @@ def test_an_appendix_numbers_its_sections_as_a_chapter_does(book_site):
 
     toc = nodes.bullet_list("", entry("", nodes.bullet_list(
         "", entry("#one-batch", nodes.bullet_list("", entry("#a-few-steps"))), entry("#mixed-precision"))))
+    title = nodes.title("", "Training at scale")
     env = SimpleNamespace(toc_fignumbers={}, toc_secnumbers={"chapters/01_high_level_look": {"": (1,)}},
-                          tocs={"chapters/A1_training_at_scale": toc, "chapters/01_high_level_look": toc.deepcopy()})
+                          tocs={"chapters/A1_training_at_scale": toc, "chapters/01_high_level_look": toc.deepcopy()},
+                          titles={"chapters/A1_training_at_scale": title}, longtitles={})
     book_site.appendix_numbers(None, env)
+    assert title["secnumber"] == ["A1"]  # the page's <title> reads "A1. Training at scale", as its heading
     assert env.toc_secnumbers["chapters/A1_training_at_scale"] == {
         "": ("A1",), "#one-batch": ("A1", 1), "#a-few-steps": ("A1", 1, 1), "#mixed-precision": ("A1", 2)}
     assert env.toc_secnumbers["chapters/01_high_level_look"] == {"": (1,)}  # a chapter keeps Sphinx's numbers
