@@ -249,6 +249,18 @@ def as_number(got: Any, what: str) -> float:
     return float(got)
 
 
+def as_count(got: Any, wrong: str) -> int:
+    """``got`` as a whole number (an int, a whole float or a one-element tensor holding one); else
+    CheckFailed(``wrong``), the checker's own words for what to return, ``{got!r}`` and ``{kind}`` filled in."""
+    if isinstance(got, Tensor) and got.numel() == 1:
+        got = got.item()
+    if isinstance(got, float) and got.is_integer():
+        got = int(got)
+    if not isinstance(got, int) or isinstance(got, bool):
+        raise CheckFailed(wrong.format(got=got, kind=type(got).__name__))
+    return got
+
+
 def assert_number(got: Any, expected: float, what: str, tol: float = 1e-3) -> None:
     """CheckFailed unless ``got`` is a finite number within ``tol`` of ``expected``."""
     value = as_number(got, what)

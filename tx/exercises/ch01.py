@@ -11,7 +11,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from . import CheckFailed, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, as_count, call, forbidding, keeps_random_state, passed
 from ..layers import FeedForward
 from ..multi_head import MultiHeadAttention
 from ..decoder import DecoderLayer
@@ -34,12 +34,7 @@ def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
         with forbidding([(EncoderLayer, "__init__"), (MultiHeadAttention, "__init__"), (FeedForward, "__init__")],
                         "count from a formula; building the layer is what the exercise asks you to do without."):
             got = call(fn, d_model, d_ff)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, float) and got.is_integer():
-            got = int(got)
-        if not isinstance(got, int) or isinstance(got, bool):
-            raise CheckFailed(f"return a whole number of parameters, got {type(got).__name__} {got!r}.")
+        got = as_count(got, "return a whole number of parameters, got {kind} {got!r}.")
         if got == expected:
             continue
         attn, ffn = _count(layer.self_attn), _count(layer.feed_forward)

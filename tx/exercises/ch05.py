@@ -12,7 +12,7 @@ from torch import Tensor
 
 from ..attention import attention
 from ..multi_head import MultiHeadAttention, merge_heads, split_heads
-from . import CheckFailed, assert_tensor, call, forbidding, keeps_random_state, passed, tx_names
+from . import CheckFailed, as_count, assert_tensor, call, forbidding, keeps_random_state, passed, tx_names
 
 __all__ = ["check_split_heads", "check_combine_heads", "check_count_parameters"]
 
@@ -88,12 +88,7 @@ def check_count_parameters(fn: Callable[..., Any]) -> None:
             assert expected == sum(p.numel() for p in MultiHeadAttention(d_model, n_heads).parameters())
         with forbidding([(MultiHeadAttention, "__init__")], "count from the shapes of the four linear layers, without building the layer."):
             got = call(fn, d_model, n_heads, d_head)
-        if isinstance(got, Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, float) and got.is_integer():
-            got = int(got)
-        if not isinstance(got, int):
-            raise CheckFailed(f"count_parameters should return an int, got {type(got).__name__}.")
+        got = as_count(got, "count_parameters should return an int, got {kind}.")
         if got == expected:
             continue
         where = f"count_parameters({d_model}, {n_heads}, {d_head}) = {got}; expected {expected}."

@@ -17,7 +17,7 @@ from ..config import TransformerConfig
 from ..masks import causal_mask
 from ..model import Transformer
 from ..multi_head import split_heads
-from . import CheckFailed, assert_tensor, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, as_count, assert_tensor, call, forbidding, keeps_random_state, passed
 from .. import masks
 
 __all__ = ["check_causal_mask", "check_cache_bytes", "check_cross_attention_keys"]
@@ -133,12 +133,7 @@ def check_cache_bytes(cache_bytes: Callable[[TransformerConfig, int, int, int], 
         expected = _cache_nbytes(config, B, max_len, S, seed=n_layers * d_model)
         with forbidding([(Transformer, "__init__")], "count from the config, without building the model."):
             got = call(cache_bytes, config, B, max_len, S)
-        if isinstance(got, Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, float) and got.is_integer():
-            got = int(got)
-        if not isinstance(got, int) or isinstance(got, bool):
-            raise CheckFailed(f"cache_bytes should return a whole number of bytes, an int; got {got!r}.")
+        got = as_count(got, "cache_bytes should return a whole number of bytes, an int; got {got!r}.")
         if got == expected:
             continue
         where = (f"cache_bytes(config with n_layers={n_layers}, d_model={d_model}, n_heads={n_heads}; "

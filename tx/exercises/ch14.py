@@ -14,7 +14,7 @@ from torch import Tensor
 
 from .. import vision
 from ..vision import VisionConfig, VisionTransformer, patchify
-from . import CheckFailed, assert_tensor, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, as_count, assert_tensor, call, forbidding, keeps_random_state, passed
 
 __all__ = ["check_patchify", "check_count_vit_parameters", "check_cls_attention"]
 
@@ -70,12 +70,7 @@ def check_count_vit_parameters(fn: Callable[..., Any]) -> None:
             expected = sum(p.numel() for p in VisionTransformer(config).parameters())
         with forbidding([(VisionTransformer, "__init__")], "count from the shapes of the pieces, without building the model."):
             got = call(fn, image_size, P, C, Y, D, n_layers, d_ff)
-        if isinstance(got, Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, float) and got.is_integer():
-            got = int(got)
-        if not isinstance(got, int) or isinstance(got, bool):
-            raise CheckFailed(f"count_vit_parameters should return an int, got {type(got).__name__}.")
+        got = as_count(got, "count_vit_parameters should return an int, got {kind}.")
         if got != expected:
             N = (image_size // P) ** 2
             where = f"count_vit_parameters{(image_size, P, C, Y, D, n_layers, d_ff)} = {got}; expected {expected}."
