@@ -353,6 +353,27 @@ def equation_numbers_in_code(app: Sphinx, doctree: nodes.document, docname: str)
         block.children = [nodes.Text(shown)]
 
 
+# an apostrophe between two letters, as Sphinx's smart quotes write it in the exercise's own title
+_WORD_APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
+
+
+def solution_title_apostrophes(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """A solution's bar repeats its exercise's title with the same apostrophes.
+
+    sphinx-exercise copies the title into "Solution to Exercise 7.2 (The paper's ...)" from the
+    exercise as parsed, before smart quotes turned its ' into ’, so the two bars differed.
+    """
+    from sphinx_exercise.nodes import solution_node
+
+    for solution in doctree.findall(solution_node):
+        title = solution.children[0] if solution.children else None
+        if not isinstance(title, nodes.title):
+            continue
+        for text in list(title.findall(nodes.Text)):
+            if "'" in text and not isinstance(text.parent, nodes.literal):
+                text.parent.replace(text, nodes.Text(_WORD_APOSTROPHE.sub("\u2019", str(text))))
+
+
 # onnxruntime-web's WebAssembly build as tx-live.js loads it (make vendor copies it to _static/ort/,
 # the 14 MB binary gzip-compressed, which the page unpacks)
 LIVE_RUNTIME_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm.gz")
@@ -559,6 +580,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", explorer_alt_text)
     app.connect("doctree-resolved", learner_edition_notes)
     app.connect("doctree-resolved", equation_numbers_in_code)
+    app.connect("doctree-resolved", solution_title_apostrophes)
     app.add_js_file("tx-explorer.js", loading_method="defer")
     app.add_js_file("tx-live.js", loading_method="defer")  # a few kB; the runtime loads only when used
     app.add_js_file("tx-figures.js", loading_method="defer")  # each figure opens full size

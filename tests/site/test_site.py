@@ -402,6 +402,23 @@ def test_solutions_are_hidden_until_opened(visits, docname):
         assert all(body.nth(j).is_visible() for j in range(body.count()))
 
 
+@pytest.mark.parametrize("docname", CHAPTERS)
+def test_a_solutions_bar_repeats_its_exercises_title(visits, docname):
+    page = visits(docname).page
+    pairs = page.evaluate(
+        """() => [...document.querySelectorAll('article .solution > .admonition-title a')].map(a => {
+            const exercise = document.getElementById(a.getAttribute('href').slice(1));
+            const title = exercise && exercise.querySelector('.admonition-title');
+            const words = text => text.split(/\s+/).filter(Boolean).join(' ');
+            return [words(a.textContent), title ? words(title.textContent) : null];
+        })"""
+    )
+    assert pairs, "a chapter without solutions"
+    for solution, exercise in pairs:
+        # "Exercise 7.2 (The paper’s Add & Norm, in training)" in both, apostrophes included
+        assert exercise is not None and solution == exercise, (solution, exercise)
+
+
 def test_search_finds_attention(browser, site):
     visit = open_page(browser, site, "search.html?q=attention", settle=False)
     try:
