@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import pytest
@@ -95,6 +96,9 @@ def test_one_word_accepts_the_six_steps(capsys):
 
 @pytest.mark.parametrize("answer, name", [
     (lambda q, K, V: __import__("tx").attention(q[None], K, V)[0][0], "tx.attention"),
+    # the same function, imported by another tx module
+    (lambda q, K, V: importlib.import_module("tx.multi_head").attention(q[None], K, V)[0][0],
+     "tx.multi_head.attention"),
     (lambda q, K, V: torch.nn.functional.scaled_dot_product_attention(q[None], K, V)[0],
      "scaled_dot_product_attention"),
 ])

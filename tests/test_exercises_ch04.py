@@ -122,6 +122,9 @@ def test_attention_accepts_nan_to_num_for_empty_rows(capsys):
     (lambda q, k, v, mask=None: __import__("tx").attention(q, k, v, mask), "tx.attention"),
     (lambda q, k, v, mask=None: importlib.import_module("tx.attention").attention(q, k, v, mask),
      "tx.attention.attention"),
+    # the same function, imported by another tx module
+    (lambda q, k, v, mask=None: importlib.import_module("tx.multi_head").attention(q, k, v, mask),
+     "tx.multi_head.attention"),
 ])
 def test_attention_refuses_tx_attention(answer, name):
     with pytest.raises(AssertionError, match=f"calls {name}:"):

@@ -18,6 +18,7 @@ import functools
 import importlib
 import linecache
 import math
+import sys
 import sysconfig
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -96,13 +97,18 @@ def forbidding(targets: list[tuple[Any, str]], why: str) -> Iterator[None]:
 
 
 def tx_names(*names: str) -> list[tuple[Any, str]]:
-    """``forbidding``'s targets for tx's own answer to an exercise: each name where tx offers it,
-    at the top (``tx.attention``) and in the module that defines it (``tx.attention.attention``)."""
+    """``forbidding``'s targets for tx's own answer to an exercise: each name wherever tx offers it,
+    at the top (``tx.attention``), in the module that defines it (``tx.attention.attention``) and
+    in every other tx module that imported it (``tx.multi_head.attention``), under any name."""
     package = importlib.import_module("tx")
     targets = []
     for name in names:
-        defined_in = importlib.import_module(getattr(package, name).__module__)
-        targets += [(package, name), (defined_in, name)]
+        answer = getattr(package, name)
+        importlib.import_module(answer.__module__)
+        for module_name, module in sorted(sys.modules.items()):
+            if module is None or not (module_name == "tx" or module_name.startswith("tx.")):
+                continue
+            targets += [(module, attr) for attr, value in sorted(vars(module).items()) if value is answer]
     return targets
 
 
