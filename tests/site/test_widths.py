@@ -177,6 +177,21 @@ def test_code_and_printed_lines_fit_the_column(visits, docname):
         f"'{b['first']}' ({b['written']} lines drawn as {b['drawn']})" for b in blocks[:6])
 
 
+WIDE_TEXT_BLOCKS_JS = """() => [...document.querySelectorAll('article pre')]
+    .filter(p => p.checkVisibility() && !p.closest('div.cell_input, div.cell_output'))
+    .filter(p => p.scrollWidth > p.clientWidth + 1)
+    .map(p => `'${p.textContent.trim().split('\\n')[0].slice(0, 50)}' (${p.scrollWidth} px in ${p.clientWidth})`)"""
+
+
+@pytest.mark.parametrize("docname", PAGES)
+def test_a_pages_own_code_and_text_blocks_fit_the_column(visits, docname):
+    """At 1280 px a block written in the page's text (a command, a sample hint) is not wider
+    than the column: a reader would scroll it sideways to read the end of its lines (the
+    teachers' page's sample hint was, issue 24). Wrap it at about 75 characters."""
+    wide = visits(docname).page.evaluate(WIDE_TEXT_BLOCKS_JS)
+    assert not wide, "blocks wider than the column: " + "; ".join(wide[:4])
+
+
 IMAGE_BOXES_JS = """async () => {
     // Every figure's and explorer frame's image, its drawn width and the room its box gives
     // it. A frame not on show has no width of its own: the explorer's is its box.
