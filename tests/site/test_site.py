@@ -569,6 +569,14 @@ def test_no_equation_label_shown(visits, docname):
 
 
 @pytest.mark.parametrize("docname", PAGES)
+def test_an_equation_reference_has_one_pair_of_brackets(visits, docname):
+    """{eq}`label` already shows (10.2); written inside brackets it read ((10.2))."""
+    text = visits(docname).page.evaluate(VISIBLE_TEXT_JS, True)
+    found = re.search(r"\(\((A?\d+\.\d+)\)", text)
+    assert not found, f"an equation number in two pairs of brackets: ...{_snippet(text, found)}..."
+
+
+@pytest.mark.parametrize("docname", PAGES)
 def test_no_path_of_the_build_machine(visits, docname):
     text = visits(docname).page.evaluate(VISIBLE_TEXT_JS, False)
     found = MACHINE_PATH.search(text)
