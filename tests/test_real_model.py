@@ -78,6 +78,8 @@ def test_real_model_keeps_its_figures_as_people_type(real):
     capitals = typed["in capitals"]
     assert capitals["tidied"]["bleu_lowercased"] >= 0.9 * written["bleu_lowercased"]
     assert capitals["as typed"]["bleu_lowercased"] < 0.1 * written["bleu_lowercased"]
+    # tidying alone changes a few of the corpus's own sources (chapter 12 gives the count)
+    assert 0 < robust["tidy_changes"] < 0.1 * robust["n"]
 
 
 @pytest.mark.skipif(not SHARED.is_file(), reason=f"the training corpus is not here ({SHARED}); "
@@ -93,6 +95,10 @@ def test_real_model_vocabulary_and_beam_figures_are_re_measured(real):
     assert len(words) == fig["word_vocab_size"] and len(ids) == fig["words"] and len(pieces) == fig["pieces"]
     assert ids.count(tx.data.UNK_ID) / len(ids) == pytest.approx(fig["word_unknown_rate"])
     assert tx.data.UNK_ID not in pieces
+    tidied = [fr for fr in french if tx.subwords.tidy_typed(fr) != fr]
+    assert len(tidied) == info["robustness"]["tidy_changes"]
+    # what chapter 12 says they have: a curly apostrophe or quote, or a narrow or no-break space
+    assert all(set(fr) & set("\u2019\u2018\u201c\u201d\u00ab\u00bb\u202f\u2009\u00a0") for fr in tidied)
     beam = info["test_beam"]
     scores = tx.evaluate.evaluate(real.model, corpus.test, real.src_vocab, real.tgt_vocab,
                                   beam_size=beam["beam_size"], length_penalty=beam["length_penalty"])
