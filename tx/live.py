@@ -1,10 +1,9 @@
 """Live models in the page: a translator, a text generator and a digit classifier, run in the reader's browser.
 
 ``tx.live.translator(tx.checkpoint.BOOK_MODEL, examples=[...])``, the last expression of a code
-cell, shows one block. On the book's website ``_ext/static/tx-live.js`` turns it into a text box:
-the reader's sentence is tokenised in JavaScript (the same ids as tx), translated by
-onnxruntime-web from the graphs ``python -m tx.export`` wrote at build time (``make book`` puts
-them in ``_static/tx-live/NAME/``), greedily or, from a menu the script adds, by beam search as
+cell, shows one block. On the book's website it becomes a text box: the reader's sentence is
+tokenised in the browser (the same ids as tx) and translated there by onnxruntime-web, from
+the graphs ``python -m tx.export`` writes, greedily or, from a menu, by beam search as
 :func:`tx.decoding.beam_search` does it with the paper's setting (4 beams, GNMT's penalty, alpha 0.6),
 for at most the source's length + :data:`tx.decoding.LENGTH_MARGIN` tokens
 (:func:`tx.decoding.output_limit`), and the encoder-decoder attention of the chosen layer and
@@ -15,15 +14,16 @@ downloaded until the reader asks for a translation. In Jupyter, where there is n
 block shows tx's own translations of the examples (decoded with the same limit) and says where
 the live one is.
 
-Two more blocks run a model trained in the notebook itself, exported while the book is built
-(``_ext/book_site.py`` sets ``TX_LIVE_DIR`` to the build's live folder; anywhere else nothing is
-written): ``tx.live.generator(lm, vocab, examples=[...])`` continues the reader's prompt with a
+Two more blocks run a model trained in the notebook itself, exported for the page only while
+the book's website is built (anywhere else nothing is written):
+``tx.live.generator(lm, vocab, examples=[...])`` continues the reader's prompt with a
 language model, showing the prompt's words apart from the words the model wrote (those it has never
 seen marked, never echoed as ``<unk>``, and ``<unk>`` never written: :func:`continuation`), and draws
 the causal self-attention of the words it wrote over the words before them; and
 ``tx.live.classifier(vit, images)`` classifies a digit the reader draws, reduced as scikit-learn's
 digits were made (:func:`stroke_bitmap`, then :func:`digit_grid`), with its three likeliest
-classes, the 8x8 image it read, and [CLS]'s attention drawn over it.
+classes, the 8x8 image it read, and [CLS]'s attention drawn over it. How the website wires
+the blocks is on the Book internals page.
 
 Axes: S source length, T target length (the attention map is [T, S]); L layers, H heads,
 N patches.
