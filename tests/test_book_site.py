@@ -59,15 +59,16 @@ def test_the_home_page_names_the_repository_only_when_set():
 
     steps = [e for e in re.findall(r"\{\{.*?\}\}", (ROOT / "intro.md").read_text(encoding="utf-8"), re.S)
              if "repository_url" in e]
-    # the clone step, and the first screen's Binder sentence
-    assert len(steps) == 2, steps
+    # the first screen's Binder sentence, git among the needs, and the clone step
+    assert len(steps) == 3, steps
     render = jinja2.Environment().from_string("".join(steps)).render
     url = "https://github.com/ann/tx-book"
     with_repo = render(repository_url=url, repository_branch="main")
     assert f"git clone {url} && cd tx-book" in with_repo and "Binder" in with_repo
+    assert "`git`" in with_repo
     without = render(repository_url="", repository_branch="main")
     assert "git clone" not in without and "your-org" not in without and "http" not in without
-    assert "Binder" not in without
+    assert "Binder" not in without and "git" not in without
 
 
 def test_live_download_bytes_count_what_a_block_fetches(book_site, tmp_path):

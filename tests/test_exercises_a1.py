@@ -101,6 +101,13 @@ def test_bf16_spacing_mistakes_get_hints(wrong, hint):
         a1.check_bf16_spacing(wrong)
 
 
+def test_a_wrong_spacing_gets_one_clean_sentence():
+    # None of the named mistakes: the hint is assert_number's one sentence, "expected" once.
+    with pytest.raises(CheckFailed) as failed:
+        a1.check_bf16_spacing(lambda x: abs(x) * 2.0**-7)
+    assert str(failed.value) == "bf16_spacing(3.0) is 0.0234375; expected 0.015625 (within 1.56e-11)."
+
+
 def test_a_stub_gets_a_hint():
     def stub(model, micro_batches, pad_id):
         raise NotImplementedError

@@ -32,6 +32,8 @@ RAW_MYST = {
     "equation label": re.compile(r"\$\$\s*\([\w:.-]+\)"),
     "directive option": re.compile(r"^:(label|class|name|tags):", re.M),
 }
+# How code names an equation: a chapter's (eq-ch10-cross-entropy) or an appendix's (eq-a1-global-mean).
+EQUATION_IN_CODE = re.compile(r"\beq-(?:ch\d\d|a\d+)-[\w-]*\w")
 
 
 @pytest.fixture(scope="module")
@@ -151,12 +153,28 @@ def test_directives_roles_and_labels_become_markdown():
 def test_equations_are_numbered_by_chapter_in_order():
     numbers = equation_numbers(CHAPTERS)
     for path in NOTEBOOKS:
-        if not path.name[:2].isdigit():  # an appendix numbers no equations
-            assert not re.findall(r"\$\$\s*\((eq-[\w-]+)\)", path.read_text(encoding="utf-8")), path.name
-            continue
-        chapter = int(path.name[:2])
+        # 3.1, 3.2, ... in chapter 3; A1.1, A1.2, ... in the appendix, as the website numbers them
+        chapter = str(int(path.name[:2])) if path.name[:2].isdigit() else path.name.split("_")[0]
         labels = re.findall(r"\$\$\s*\((eq-[\w-]+)\)", path.read_text(encoding="utf-8"))
         assert [numbers[label] for label in labels] == [f"{chapter}.{n}" for n in range(1, len(labels) + 1)]
+
+
+def test_an_appendix_numbers_its_equations_after_its_label(tmp_path):
+    def chapter(*labels: str) -> str:
+        cells = [{"cell_type": "markdown", "metadata": {}, "source": f"$$\nx\n$$ ({label})\n"} for label in labels]
+        return json.dumps({"cells": cells})
+
+    (tmp_path / "03_softmax.ipynb").write_text(chapter("eq-ch03-a", "eq-ch03-b"))
+    (tmp_path / "A1_scale.ipynb").write_text(chapter("eq-a1-mean", "eq-a1-sum"))
+    (tmp_path / "notes.ipynb").write_text(chapter("eq-notes"))  # neither a chapter nor an appendix
+    assert equation_numbers(tmp_path) == {"eq-ch03-a": "3.1", "eq-ch03-b": "3.2", "eq-a1-mean": "A1.1",
+                                          "eq-a1-sum": "A1.2"}
+    assert number_equation_labels("s / n  # eq-a1-mean, eq-a1-none", equation_numbers(tmp_path)) == (
+        "s / n  # equation (A1.1), eq-a1-none")
+    assert to_markdown("$$\nx\n$$ (eq-a1-mean)\n\nby ({eq}`eq-a1-mean`)", equation_numbers(tmp_path), {}) == (
+        "$$\nx \\tag{A1.1}\n$$\n\nby (A1.1)")
+    # and the appendix's own equation, in the edition as on the website
+    assert equation_numbers(CHAPTERS)["eq-a1-global-mean"] == "A1.1"
 
 
 def test_code_names_equations_by_number(edition):
@@ -166,13 +184,13 @@ def test_code_names_equations_by_number(edition):
     labelled = 0
     for path in NOTEBOOKS:
         book = json.loads(path.read_text(encoding="utf-8"))
-        labelled += sum("eq-ch" in source(c) for c in book["cells"] if c["cell_type"] == "code")
+        labelled += sum(bool(EQUATION_IN_CODE.search(source(c))) for c in book["cells"] if c["cell_type"] == "code")
         learner = notebook(edition, path.name)
         for cell in learner["cells"]:
             if cell["cell_type"] == "code":
-                assert not re.search(r"\beq-ch\d\d-", source(cell)), (path.name, source(cell))
+                assert not EQUATION_IN_CODE.search(source(cell)), (path.name, source(cell))
     assert labelled > 10  # the chapters' code does name equations, and every label is known
-    assert set(re.findall(r"\beq-ch\d\d-[\w-]*\w", "".join(
+    assert set(EQUATION_IN_CODE.findall("".join(
         source(c) for p in NOTEBOOKS for c in json.loads(p.read_text(encoding="utf-8"))["cells"]
         if c["cell_type"] == "code"))) <= set(numbers)
 

@@ -162,8 +162,9 @@ def check_bf16_spacing(fn: Callable[[float], Any]) -> None:
     hidden = [float(torch.tensor(v).bfloat16()) for v in (torch.rand(3, generator=g) * 1000 + 1).tolist()]
     for x in [1.0, 3.0, 0.1015625, 1024.0, -6.0, *hidden]:
         expected = _spacing(x, torch.bfloat16)
-        got = as_number(call(fn, x), f"bf16_spacing({x})")
-        what = f"bf16_spacing({x}) is {got:.6g}, expected {expected:.6g}"
+        asked = f"bf16_spacing({x})"
+        got = as_number(call(fn, x), asked)
+        what = f"{asked} is {got:.6g}, expected {expected:.6g}"  # for the hints below
         for name, dtype in (("float32, with its 23 stored bits", torch.float32),
                             ("float16, with its 10 stored bits", torch.float16)):
             if abs(x) < 60000 and math.isclose(got, _spacing(x, dtype), rel_tol=1e-6):
@@ -173,5 +174,5 @@ def check_bf16_spacing(fn: Callable[[float], Any]) -> None:
                               "so neighbours differ by 2 ** (exponent - 7). (Half the gap is the largest rounding error.)")
         if x < 0 and math.isclose(got, -expected, rel_tol=1e-6):
             raise CheckFailed(f"{what}: a gap is a distance, positive also for negative x; use abs(x).")
-        assert_number(got, expected, what, tol=1e-9 * expected)
+        assert_number(got, expected, asked, tol=1e-9 * expected)
     passed("your spacing matches torch's bf16 numbers: 2 ** (exponent - 7).")

@@ -85,11 +85,15 @@ def equation_numbers(chapters: Path) -> dict[str, str]:
     """Every labelled equation of the chapters, ``{label: "3.2"}``, numbered as the website numbers them.
 
     Jupyter Book numbers a chapter's labelled equations in order, after the chapter's
-    number: the second labelled equation of chapter 3 is (3.2).
+    number: the second labelled equation of chapter 3 is (3.2). An appendix's are numbered
+    after its label (:func:`chapter_label`), as ``_ext/book_site.py`` numbers them on the
+    website: the first labelled equation of appendix A1 is (A1.1).
     """
     numbers: dict[str, str] = {}
-    for path in sorted(chapters.glob("[0-9][0-9]_*.ipynb")):
-        chapter = int(path.name[:2])
+    for path in sorted(chapters.glob("*.ipynb")):
+        chapter = chapter_label(path.name)
+        if chapter is None:
+            continue
         n = 0
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             if cell["cell_type"] != "markdown":
@@ -103,12 +107,13 @@ def equation_numbers(chapters: Path) -> dict[str, str]:
     return numbers
 
 
-CODE_EQUATION_LABEL = re.compile(r"\beq-ch\d\d-[\w-]*\w")  # as a chapter's code names an equation
+# as a chapter's code names an equation: eq-ch10-cross-entropy, or an appendix's, eq-a1-global-mean
+CODE_EQUATION_LABEL = re.compile(r"\beq-(?:ch\d\d|a\d+)-[\w-]*\w")
 
 
 def number_equation_labels(code: str, equations: dict[str, str]) -> str:
-    """``code`` with each equation label it names (a comment ``# eq-chNN-name``) as the reader
-    knows the equation.
+    """``code`` with each equation label it names (a comment ``# eq-chNN-name``, or
+    ``# eq-aN-name`` in an appendix) as the reader knows the equation.
 
     The chapters tie a line of code to the equation it computes by the equation's label, which
     stays right when equations are added; a reader sees "equation (10.5)". A label that no
