@@ -46,7 +46,8 @@ def encoding_curves(
     dims: Sequence[int] = (4, 5, 6, 7),
     ax: Axes | None = None,
 ) -> Axes:
-    """Lines of pe[:, d] against position for a few dimensions d of pe [P, D]."""
+    """pe[:, d] against position for a few dimensions d of pe [P, D]: a dot at each whole
+    position (the only places a word can be), joined by lines."""
     table = _to_numpy(pe)
     if table.ndim != 2:
         raise ValueError(f"pe must be [positions, d_model], got shape {tuple(table.shape)}")
@@ -56,7 +57,8 @@ def encoding_curves(
     ax = _new_ax(ax, (COLUMN_WIDTH, 3.5))
     positions = np.arange(table.shape[0])
     for d in dims:
-        ax.plot(positions, table[:, d], label=f"dim {d}")
+        # dots: a fast pair's wave is sampled a few times a turn, and the line alone zig-zags
+        ax.plot(positions, table[:, d], marker=".", markersize=4, linewidth=1, label=f"dim {d}")
     ax.set_xlabel("position")
     ax.set_ylabel("encoding value")
     ax.set_ylim(-1.1, 1.1)

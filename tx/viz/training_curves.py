@@ -90,8 +90,9 @@ def lr_schedule(
     peak = int(np.argmax(lr))
     # Warm-up schedules are read by where the peak is, so say it rather than make readers guess.
     ax.scatter([s[peak]], [lr[peak]], color="C1", zorder=3)
+    # right of the peak and just above its height: the decay that follows is all below it
     ax.annotate(f"peak {lr[peak]:.2e} at step {s[peak]:g}", (s[peak], lr[peak]),
-                xytext=(8, -4), textcoords="offset points", va="top", fontsize=9)
+                xytext=(8, 3), textcoords="offset points", va="bottom", fontsize=9)
     ax.set_xlabel("step")
     ax.set_ylabel("learning rate")
     ax.set_ylim(bottom=0, top=lr.max() * 1.1 if lr.max() > 0 else 1.0)
