@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from torch import nn
 
 from tx.exercises import ch01
@@ -69,61 +70,125 @@ def test_changed_by_memory_is_found_by_running_a_layer():
     assert ch01._changed_by_memory(DecoderLayer(8, 2, 16)) == {"cross_attn", "feed_forward"}
 
 
-# ----------------------------------------------------------------- layers share no weights
+# ----------------------------------------------------------------- where do layers share a weight?
 
 
-def share_none(layers):
-    seen = set()
-    for layer in layers:
-        own = {id(p) for p in layer.parameters()}
-        if own & seen:
-            return False
-        seen |= own
-    return True
+def find_shared(layers):
+    seen = {}  # id of each tensor -> (layer, name) where it was first met
+    for i, layer in enumerate(layers):
+        for name, p in layer.named_parameters():
+            if id(p) in seen:
+                return seen[id(p)], (i, name)
+            seen[id(p)] = (i, name)
+    return None
 
 
 def test_sharing_accepts_identity_comparison(capsys):
-    ch01.check_layers_share_no_weights(share_none)
+    ch01.check_find_shared(find_shared)
     assert capsys.readouterr().out.startswith("Correct:")
 
 
+def test_sharing_accepts_any_shared_place_in_either_order():
+    def last_pair_reversed(layers):
+        found = None
+        places = [dict(layer.named_parameters()) for layer in layers]
+        for i, a in enumerate(places):
+            for j, b in enumerate(places):
+                for name_i, p in a.items():
+                    for name_j, q in b.items():
+                        if i != j and p is q:
+                            found = [[j, name_j], (i, name_i)]  # lists are fine too
+        return found
+
+    ch01.check_find_shared(last_pair_reversed)
+
+
+def pairs(layers):
+    return [(i, j) for i in range(len(layers)) for j in range(i + 1, len(layers))]
+
+
 def by_value(layers):
-    first = [p for p in layers[0].parameters()]
-    return not any(all(bool((p == q).all()) for p, q in zip(first, layer.parameters())) for layer in layers[1:])
+    for i, j in pairs(layers):
+        for (a, p), (b, q) in zip(layers[i].named_parameters(), layers[j].named_parameters()):
+            if torch.equal(p, q):
+                return (i, a), (j, b)
+    return None
+
+
+def same_names_only(layers):
+    for i, j in pairs(layers):
+        other = dict(layers[j].named_parameters())
+        for name, p in layers[i].named_parameters():
+            if other[name] is p:
+                return (i, name), (j, name)
+    return None
 
 
 def neighbours_only(layers):
-    return all(not ({id(p) for p in a.parameters()} & {id(p) for p in b.parameters()})
-               for a, b in zip(layers, layers[1:]))
+    return next(((i, a), (i + 1, b)) for i in range(len(layers) - 1)
+                for a, p in layers[i].named_parameters()
+                for b, q in layers[i + 1].named_parameters() if p is q) if _any(layers, 1) else None
+
+
+def _any(layers, gap):
+    return any(p is q for i in range(len(layers) - gap)
+               for p in layers[i].parameters() for q in layers[i + gap].parameters())
 
 
 def first_against_the_rest(layers):
-    first = {id(p) for p in layers[0].parameters()}
-    return all(not (first & {id(p) for p in layer.parameters()}) for layer in layers[1:])
+    for j in range(1, len(layers)):
+        for a, p in layers[0].named_parameters():
+            for b, q in layers[j].named_parameters():
+                if p is q:
+                    return (0, a), (j, b)
+    return None
 
 
-def dedup_count(layers):
+def through_the_stack(layers):
     # stack.parameters() lists a shared tensor once, so [layer, layer] looks like one layer
-    return len(list(layers.parameters())) == len(list(layers[0].parameters()))
+    names = [name for name, _ in layers.named_parameters()]
+    return None if len(names) == len(set(id(p) for p in layers.parameters())) else names[:2]
+
+
+def one_based(layers):
+    found = find_shared(layers)
+    return found and tuple((i + 1, name) for i, name in found)
+
+
+def layer_twice(layers):
+    found = find_shared(layers)
+    return found and (found[0], (found[0][0], found[1][1]))
 
 
 @pytest.mark.parametrize("wrong, hint", [
-    (lambda layers: True, "same layer appears twice"),
-    (lambda layers: False, "built on its own"),
-    (dedup_count, "built on its own"),
-    (by_value, "by identity"),
-    (lambda layers: "yes", "True or False"),
+    (lambda layers: None, "same layer appears twice"),
+    (lambda layers: ((0, "self_attn.w_q.weight"), (1, "self_attn.w_q.weight")), "built on its own"),
+    (lambda layers: find_shared(layers) is None, "not only whether"),
+    (lambda layers: "yes", "return None, or the two places"),
+    (lambda layers: find_shared(layers) and (0, 1), "return None, or the two places"),
+    (lambda layers: find_shared(layers) and ((0, 1), (1, 2)), "the names are strings"),
+    (lambda layers: find_shared(layers) and ((0, "w_q"), (1, "w_q")), "named_parameters"),
+    (through_the_stack, "same layer appears twice"),
+    (by_value, "compare by identity"),
+    (same_names_only, "not only those of the same name"),
     (neighbours_only, "not only neighbours"),
     (first_against_the_rest, "not only layer 0 with the others"),
+    (one_based, "numbered 0 to"),
+    (layer_twice, "named layer 0 twice"),
 ])
 def test_sharing_rejects_wrong_answers(wrong, hint):
     with pytest.raises(AssertionError, match=hint):
-        ch01.check_layers_share_no_weights(wrong)
+        ch01.check_find_shared(wrong)
 
 
 def test_sharing_catches_a_single_tied_tensor():
     def whole_layers_only(layers):
-        return len({id(layer) for layer in layers}) == len(layers)
+        ids = [id(layer) for layer in layers]
+        twice = next((j for j in range(len(ids)) if ids[j] in ids[:j]), None)
+        if twice is None:
+            return None
+        name = next(iter(dict(layers[0].named_parameters())))
+        return (ids.index(ids[twice]), name), (twice, name)
 
     with pytest.raises(AssertionError, match="one weight matrix is shared"):
-        ch01.check_layers_share_no_weights(whole_layers_only)
+        ch01.check_find_shared(whole_layers_only)

@@ -112,8 +112,7 @@ class Embedding(nn.Module):
         self.register_buffer("pe", pe, persistent=False)
 
     def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
-        """Embed tokens that sit at positions start .. start+T-1; returns [B,
-        T, D]."""
+        """Tokens [B, T] at positions start .. start+T-1 -> [B, T, D]."""
         T = tokens.size(1)
         check_rows(start, T, self.max_len)
         # [T, D]
@@ -126,8 +125,8 @@ class Embedding(nn.Module):
             vectors = self.token(tokens)  # [B, T, D]
         except (IndexError, RuntimeError):
             # On the CPU torch refuses a bad id or id type before computing
-            # anything; say which one and what to do (so right ids cost no
-            # second check: the model checked them).
+            # anything. Only then are the ids checked, to say which one is
+            # wrong and what to do, so correct input pays for no check.
             try:
                 check_tokens(
                     tokens,

@@ -6,6 +6,7 @@ Axes: B batch, S source length, T target length, D d_model, F d_ff.
 from __future__ import annotations
 
 import copy
+import operator
 from typing import Any, Callable
 
 import torch
@@ -17,7 +18,7 @@ from ..multi_head import MultiHeadAttention
 from ..decoder import DecoderLayer
 from ..encoder import Encoder, EncoderLayer
 
-__all__ = ["check_encoder_layer_params", "check_changed_by_memory", "check_layers_share_no_weights"]
+__all__ = ["check_encoder_layer_params", "check_changed_by_memory", "check_find_shared"]
 
 
 def _count(module: nn.Module) -> int:
@@ -117,9 +118,43 @@ def check_changed_by_memory(fn: Callable[[], Any]) -> None:
                       "of the chapter's equation: what does the memory do to c?")
 
 
+Place = tuple[int, str]  # (layer index, parameter name in that layer)
+
+
+def _shared_places(layers: nn.ModuleList) -> set[frozenset[Place]]:
+    """Every pair of places, in two different layers, that hold one tensor."""
+    places: dict[int, list[Place]] = {}
+    for i, layer in enumerate(layers):
+        for name, p in layer.named_parameters():
+            places.setdefault(id(p), []).append((i, name))
+    return {frozenset((a, b)) for where in places.values() for a in where for b in where if a[0] != b[0]}
+
+
+def _as_places(got: Any, n: int) -> tuple[Place, Place]:
+    """The learner's answer as ((i, name_i), (j, name_j)), or CheckFailed saying what to return."""
+    form = ("return None, or the two places of one shared tensor as ((i, name_i), (j, name_j)), such as "
+            "((0, 'feed_forward.linear1.weight'), (1, 'feed_forward.linear1.weight'))")
+    if isinstance(got, bool):
+        raise CheckFailed(f"{form}; got {got}. Say where the sharing is, not only whether there is any.")
+    try:
+        (i, name_i), (j, name_j) = got
+        i, j = operator.index(i), operator.index(j)
+    except (TypeError, ValueError):
+        raise CheckFailed(f"{form}; got {got!r:.120}.") from None
+    if not (isinstance(name_i, str) and isinstance(name_j, str)):
+        raise CheckFailed(f"{form}: the names are strings, as layer.named_parameters() gives them; got {got!r:.120}.")
+    for k in (i, j):
+        if not 0 <= k < n:
+            raise CheckFailed(f"you named layer {k}, but the stack has {n} layers, numbered 0 to {n - 1}.")
+    if i == j:
+        raise CheckFailed(f"you named layer {i} twice: the two places must be in two different layers.")
+    return (i, name_i), (j, name_j)
+
+
 @keeps_random_state
-def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
-    """``fn(layers)`` must say whether the layers of a stack hold separate parameter tensors."""
+def check_find_shared(fn: Callable[[nn.ModuleList], Any]) -> None:
+    """``fn(layers)`` must return None when the layers of a stack hold separate parameter tensors, else
+    ``((i, name_i), (j, name_j))``: two places in two layers that hold one tensor."""
     torch.manual_seed(0)
     one = EncoderLayer(8, 2, 16)
     tied = nn.ModuleList([EncoderLayer(8, 2, 16), EncoderLayer(8, 2, 16)])
@@ -130,29 +165,47 @@ def check_layers_share_no_weights(fn: Callable[[nn.ModuleList], Any]) -> None:
     # Three layers, the second and the third sharing a weight: comparing layer 0 with the others misses it.
     later = nn.ModuleList([EncoderLayer(8, 2, 16) for _ in range(3)])
     later[2].self_attn.w_o.weight = later[1].self_attn.w_o.weight
+    # One tensor under two names: comparing the same names only misses it.
+    renamed = nn.ModuleList([EncoderLayer(8, 2, 16), EncoderLayer(8, 2, 16)])
+    renamed[1].self_attn.w_k.weight = renamed[0].self_attn.w_q.weight
     cases = [
-        ("the layers of tx.Encoder(3, 8, 2, 16)", Encoder(3, 8, 2, 16).layers, True,
-         "each layer of tx.Encoder is built on its own, so no tensor is shared."),
-        ("[layer, copy.deepcopy(layer)]", nn.ModuleList([one, copy.deepcopy(one)]), True,
-         "the two layers hold equal values but separate tensors, so training changes them independently. "
-         "Compare tensors by identity (`p is q`), not by value."),
-        ("[layer, layer]", nn.ModuleList([one, one]), False,
+        ("the layers of tx.Encoder(3, 8, 2, 16)", Encoder(3, 8, 2, 16).layers,
+         "each layer of tx.Encoder is built on its own, so nothing is shared: return None."),
+        ("[layer, copy.deepcopy(layer)]", nn.ModuleList([one, copy.deepcopy(one)]),
+         "the two layers hold equal values but separate tensors, so training changes them independently "
+         "and the answer is None."),
+        ("[layer, layer]", nn.ModuleList([one, one]),
          "the same layer appears twice, so every weight is shared. Note that stack.parameters() lists "
-         "a shared tensor only once; compare each layer's own parameters."),
-        ("two layers whose feed_forward.linear1.weight is one tensor", tied, False,
-         "one weight matrix is shared between the layers; a single shared tensor is enough to answer False."),
-        ("three layers, the first and the third sharing feed_forward.linear2.bias", far, False,
+         "a shared tensor only once; go through each layer's own named_parameters()."),
+        ("two layers whose feed_forward.linear1.weight is one tensor", tied,
+         "one weight matrix is shared between the layers; a single shared tensor is enough to name."),
+        ("three layers, the first and the third sharing feed_forward.linear2.bias", far,
          "layers 0 and 2 share a tensor. Compare every layer with every other, not only neighbours."),
-        ("three layers, the second and the third sharing self_attn.w_o.weight", later, False,
+        ("three layers, the second and the third sharing self_attn.w_o.weight", later,
          "layers 1 and 2 share a tensor while layer 0 shares none. Compare every pair of layers, "
          "not only layer 0 with the others."),
+        ("two layers, layer 1's self_attn.w_k.weight being layer 0's self_attn.w_q.weight", renamed,
+         "one tensor sits under two different names. Compare every parameter of one layer with every "
+         "parameter of the other, not only those of the same name."),
     ]
-    for what, layers, expected, why in cases:
+    for what, layers, why in cases:
+        shared = _shared_places(layers)
         got = call(fn, layers)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = bool(got.item())
-        if not isinstance(got, bool):
-            raise CheckFailed(f"return True or False, got {type(got).__name__} {got!r}.")
-        if got != expected:
-            raise CheckFailed(f"for {what} you returned {got}, expected {expected}: {why}")
-    passed("you can tell separate layers from shared ones; tx's encoder and decoder layers share nothing.")
+        if got is None:
+            if shared:
+                raise CheckFailed(f"for {what} you returned None, but a tensor is shared: {why}")
+            continue
+        (i, name_i), (j, name_j) = _as_places(got, len(layers))
+        try:
+            p, q = layers[i].get_parameter(name_i), layers[j].get_parameter(name_j)
+        except AttributeError as error:
+            raise CheckFailed(f"for {what} you returned {got!r}: {error}. Use the names that "
+                              "layer.named_parameters() gives.") from None
+        if p is q:
+            continue  # any one shared tensor will do
+        same = p.shape == q.shape and torch.equal(p, q)
+        hint = (" They hold equal values, but they are two tensors: compare by identity (`p is q`, or id(p)), "
+                "not by value.") if same else ""
+        raise CheckFailed(f"for {what} you returned {got!r}, but layer {i}'s {name_i} and layer {j}'s "
+                          f"{name_j} are separate tensors.{hint} Here {why}")
+    passed("you can find a shared tensor wherever it hides; tx's encoder and decoder layers share none.")

@@ -100,44 +100,67 @@ def _book_embedding() -> tuple[Embedding, Any]:
 @keeps_random_state
 def check_embed_tokens(fn: Callable[[Tensor, Tensor, int], Any]) -> None:
     """``fn(ids [B, T], table [V, D], start)`` must give equation (2.1) for tokens at positions
-    start .. start+T-1, as ``model.src_embed(ids, start=start)`` in evaluation, [B, T, D]."""
+    start .. start+T-1, as ``model.src_embed(ids, start=start)`` in evaluation, with every
+    ``<pad>`` position (id 0) a vector of zeros, [B, T, D]."""
     embed, vocab = _book_embedding()
     embed = embed.eval()
     sentences = ["je suis étudiant", "le chat noir", "nous aimons les pommes rouges"]
     ids = data.pad([vocab.encode(s, add_bos=False) for s in sentences], vocab.pad_id)  # [B, T]
     table = embed.token.weight.detach().clone()  # [V, D]
-    cases = [(ids, table, 0), (ids, table, 5), (ids[:, 2:3], table, 9)]  # the last: one word, as a decoder step
+    cases = [
+        (ids, table, 0),  # two sentences end in <pad>
+        (ids, table, 5),
+        (ids[2:], table, 2),  # the longest sentence alone: no <pad> at all
+        (ids[:, 4:5], table, 9),  # one column, one token per sentence: <pad>, <pad>, rouges
+    ]
     # A table and ids the learner never sees, of another size: d_model is the table's width.
     g = torch.Generator().manual_seed(2)
-    cases.append((torch.randint(0, 11, (2, 4), generator=g), torch.randn(11, 6, generator=g), 3))
+    small = torch.randint(1, 11, (2, 4), generator=g)
+    small[0, 2:] = data.PAD_ID
+    cases.append((small, torch.randn(11, 6, generator=g), 3))
     for ids, table, start in cases:
         (B, T), D = ids.shape, table.size(1)
         pe = positional_encoding(start + T + 1, D)  # [start+T+1, D]
         rows = table[ids]  # [B, T, D]
-        expected = rows * math.sqrt(D) + pe[start : start + T]  # [B, T, D]
+        keep = (ids != data.PAD_ID)[..., None].to(table.dtype)  # [B, T, 1]: 0 at <pad>
+        where = pe[start : start + T]  # [T, D]
+        expected = (rows * math.sqrt(D) + where) * keep  # [B, T, D]
         with forbidding([(Embedding, "forward"), (torch.nn.Embedding, "forward")],
                         "build the sum from the table and tx.positional_encoding."):
             got = call(fn, ids.clone(), table.clone(), start)
         what = f"your vectors for ids of shape {tuple(ids.shape)}, a table [{table.size(0)}, {D}] and start={start}"
         if isinstance(got, Tensor) and got.shape == expected.shape:
-            wrong = [
+            pads = "the <pad> positions (id 0)"
+            masking = [
+                (rows * math.sqrt(D) + where, f"give {pads} a vector like any other: set each of them to "
+                 "zeros, the word and the position alike."),
+                (rows * math.sqrt(D) * keep + where, f"leave {pads} their position vector p_i: zero the whole "
+                 "sum there, not only the word's row."),
+                (rows * math.sqrt(D) + where * keep, f"leave {pads} the <pad> row of the table: zero the whole "
+                 "sum there, not only the position."),
+                ((rows * math.sqrt(D) + where) * (1 - keep), "are zero at the words and kept at the <pad> "
+                 "positions: keep the positions whose id is not 0."),
+            ]
+            formula = [
                 (rows * math.sqrt(D) + pe[:T], f"hold the positions 0 .. {T - 1}: take rows start .. start+T-1 "
                  f"of the positional encoding, here {start} .. {start + T - 1}."),
                 (rows * math.sqrt(D) + pe[start + 1 : start + T + 1], "are one position late: the first token "
                  "sits at position start, so its row of the positional encoding is row start."),
-                (rows + pe[start : start + T], f"add the rows of the table unscaled: multiply them by "
+                (rows + where, f"add the rows of the table unscaled: multiply them by "
                  f"sqrt(d_model) = sqrt({D}) before adding the positions."),
-                ((rows + pe[start : start + T]) * math.sqrt(D), "scale the positional encoding too: only the "
+                ((rows + where) * math.sqrt(D), "scale the positional encoding too: only the "
                  "word vectors are multiplied by sqrt(d_model)."),
-                (rows * D + pe[start : start + T], f"multiply by d_model = {D}; the scale is its square root."),
+                (rows * D + where, f"multiply by d_model = {D}; the scale is its square root."),
                 (rows * math.sqrt(D), "have no positional encoding: add p_i, rows start .. start+T-1 of "
                  "tx.positional_encoding."),
-                (rows * math.sqrt(128) + pe[start : start + T], "are scaled by sqrt(128), the book's d_model; "
+                (rows * math.sqrt(128) + where, "are scaled by sqrt(128), the book's d_model; "
                  "take d_model from the table, table.size(1)."),
             ]
+            # A wrong formula is named whether or not the <pad> positions were zeroed as well.
+            wrong = masking + [(v * k, hint) for v, hint in formula for k in (keep, 1.0)]
             for value, hint in wrong:
                 if not torch.allclose(value, expected, atol=1e-4) and torch.allclose(got, value, atol=1e-4):
                     raise CheckFailed(f"{what} {hint}")
         assert_tensor(got, expected, what, atol=1e-4)
-    passed("sqrt(d_model) E[ids] + the positions from start on is what model.src_embed(ids, start=start) "
-           "computes in evaluation.")
+    passed("sqrt(d_model) E[ids] + the positions from start on, zeros at <pad>: what "
+           "model.src_embed(ids, start=start) computes in evaluation, with the padding cleared.")
