@@ -353,6 +353,60 @@ def equation_numbers_in_code(app: Sphinx, doctree: nodes.document, docname: str)
         block.children = [nodes.Text(shown)]
 
 
+def citation_backlinks(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Under each entry of the bibliography, the pages that cite it, linked: "Cited in: 1, 11, A1".
+
+    sphinxcontrib-bibtex links a citation to its entry but offers no way back from an entry on
+    another page; its domain keeps every citation (entry id -> key) and every reference to one
+    (page -> keys), which is all a way back needs.
+    """
+    domain = app.env.get_domain("cite")
+    keys = {c.citation_id: c.key for c in domain.citations if c.bibliography_key.docname == docname}
+    if not keys:
+        return
+    citing: dict[str, set[str]] = {}
+    for ref in domain.citation_refs:
+        for target in ref.targets:
+            citing.setdefault(target.key, set()).add(ref.docname)
+    for entry in doctree.findall(nodes.citation):
+        key = next((keys[i] for i in entry["ids"] if i in keys), None)
+        pages = sorted(citing.get(key, ()), key=_reading_order)
+        paragraph = next(iter(entry.findall(nodes.paragraph)), None)
+        if not pages or paragraph is None:
+            continue
+        paragraph += nodes.Text(" Cited in: ")
+        for n, page in enumerate(pages):
+            if n:
+                paragraph += nodes.Text(", ")
+            link = nodes.reference("", _page_label(app, page), internal=True,
+                                   refuri=app.builder.get_relative_uri(docname, page))
+            paragraph += link
+        paragraph += nodes.Text(".")
+
+
+def _reading_order(docname: str) -> tuple[int, str]:
+    """The home page, the chapters in their order, the appendix, then any other page."""
+    name = docname.rsplit("/", 1)[-1]
+    if docname == "intro":
+        return (0, "")
+    if re.match(r"\d\d_", name):
+        return (1, name)
+    if re.match(r"[A-Z]\d+_", name):
+        return (2, name)
+    return (3, name)
+
+
+def _page_label(app: Sphinx, docname: str) -> str:
+    """A chapter by its number ("3", "A1"), any other page by its title."""
+    name = docname.rsplit("/", 1)[-1]
+    match = re.match(r"(\d\d|[A-Z]\d+)_", name)
+    if match:
+        number = match.group(1)
+        return f"ch. {int(number)}" if number.isdigit() else number
+    title = app.env.titles.get(docname)
+    return title.astext() if title is not None else docname
+
+
 # an apostrophe between two letters, as Sphinx's smart quotes write it in the exercise's own title
 _WORD_APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
 
@@ -581,6 +635,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", learner_edition_notes)
     app.connect("doctree-resolved", equation_numbers_in_code)
     app.connect("doctree-resolved", solution_title_apostrophes)
+    app.connect("doctree-resolved", citation_backlinks)
     app.add_js_file("tx-explorer.js", loading_method="defer")
     app.add_js_file("tx-live.js", loading_method="defer")  # a few kB; the runtime loads only when used
     app.add_js_file("tx-figures.js", loading_method="defer")  # each figure opens full size

@@ -419,6 +419,27 @@ def test_a_solutions_bar_repeats_its_exercises_title(visits, docname):
         assert exercise is not None and solution == exercise, (solution, exercise)
 
 
+def test_each_reference_links_back_to_the_pages_that_cite_it(visits):
+    """Every entry names the pages that cite it ("Cited in: ch. 3, ch. 11"), and each of those
+    pages has a citation that links to that entry."""
+    page = visits("references").page
+    entries = page.evaluate(
+        """() => [...document.querySelectorAll('article div.citation')].map(e => ({
+            id: e.id, back: [...e.querySelectorAll('a.reference.internal')]
+                .map(a => a.getAttribute('href'))}))"""
+    )
+    assert entries, "no bibliography on the references page"
+    for entry in entries:
+        assert entry["back"], f"{entry['id']}: no page cites it"
+        for href in entry["back"]:
+            docname = href.split("#")[0].removesuffix(".html")
+            cites = visits(docname).page.evaluate(
+                "() => [...document.querySelectorAll('article a[href*=\"references.html#\"]')]"
+                ".map(a => a.getAttribute('href').split('#')[1])"
+            )
+            assert entry["id"] in cites, f"{docname} does not cite {entry['id']}"
+
+
 def test_search_finds_attention(browser, site):
     visit = open_page(browser, site, "search.html?q=attention", settle=False)
     try:
