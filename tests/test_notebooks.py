@@ -45,6 +45,12 @@ class TestChapter:
                 assert cell["outputs"] == [], f"cell {i} has stored outputs: clear them before committing"
                 assert cell["execution_count"] is None, f"cell {i} has an execution count"
 
+    def test_every_cell_has_its_own_id(self, path):
+        # nbformat 4.5 cell ids: without one, nbformat warns today and will refuse the notebook
+        ids = [cell.get("id") for cell in load(path)["cells"]]
+        assert None not in ids, f"cells {[i for i, c in enumerate(ids) if c is None]} have no id"
+        assert len(set(ids)) == len(ids), "two cells share an id"
+
     def test_kernel_is_python3(self, path):
         assert load(path)["metadata"]["kernelspec"]["name"] == "python3"
 
