@@ -409,7 +409,7 @@ def test_a_solutions_bar_repeats_its_exercises_title(visits, docname):
         """() => [...document.querySelectorAll('article .solution > .admonition-title a')].map(a => {
             const exercise = document.getElementById(a.getAttribute('href').slice(1));
             const title = exercise && exercise.querySelector('.admonition-title');
-            const words = text => text.split(/\s+/).filter(Boolean).join(' ');
+            const words = text => text.split(/\\s+/).filter(Boolean).join(' ');
             return [words(a.textContent), title ? words(title.textContent) : null];
         })"""
     )
