@@ -364,13 +364,14 @@ def citation_backlinks(app: Sphinx, doctree: nodes.document, docname: str) -> No
     keys = {c.citation_id: c.key for c in domain.citations if c.bibliography_key.docname == docname}
     if not keys:
         return
-    citing: dict[str, set[str]] = {}
-    for ref in domain.citation_refs:
+    # key -> page -> the id of its first citation there, so that a link lands on the citation
+    citing: dict[str, dict[str, str]] = {}
+    for ref in sorted(domain.citation_refs, key=lambda r: r.line or 0):
         for target in ref.targets:
-            citing.setdefault(target.key, set()).add(ref.docname)
+            citing.setdefault(target.key, {}).setdefault(ref.docname, ref.citation_ref_id)
     for entry in doctree.findall(nodes.citation):
         key = next((keys[i] for i in entry["ids"] if i in keys), None)
-        pages = sorted(citing.get(key, ()), key=_reading_order)
+        pages = sorted(citing.get(key, {}), key=_reading_order)
         paragraph = next(iter(entry.findall(nodes.paragraph)), None)
         if not pages or paragraph is None:
             continue
@@ -378,9 +379,8 @@ def citation_backlinks(app: Sphinx, doctree: nodes.document, docname: str) -> No
         for n, page in enumerate(pages):
             if n:
                 paragraph += nodes.Text(", ")
-            link = nodes.reference("", _page_label(app, page), internal=True,
-                                   refuri=app.builder.get_relative_uri(docname, page))
-            paragraph += link
+            uri = app.builder.get_relative_uri(docname, page) + "#" + citing[key][page]
+            paragraph += nodes.reference("", _page_label(app, page), internal=True, refuri=uri)
         paragraph += nodes.Text(".")
 
 

@@ -95,6 +95,10 @@ def test_the_gradients_are_compared_entry_by_entry():
     (lambda x: 2.0 ** (math.floor(math.log2(abs(x))) - 8), "half the gap"),
     (lambda x: math.copysign(2.0 ** (math.floor(math.log2(abs(x))) - 7), x), "use abs"),
     (lambda x: abs(x) * 2.0**-7, "expected"),
+    # math.frexp's exponent is one more than x's: 2 ** (e - 7) is twice the gap
+    (lambda x: 2.0 ** (math.frexp(x)[1] - 7), "twice the gap. math.frexp"),
+    # one epsilon for every x
+    (lambda x: 2.0**-7, "grows with x's exponent"),
 ])
 def test_bf16_spacing_mistakes_get_hints(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

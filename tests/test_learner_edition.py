@@ -141,6 +141,9 @@ def test_directives_roles_and_labels_become_markdown():
     # Not "(section 3.1 of (Vaswani et al., 2017))": one pair of brackets.
     assert to_markdown("(section 3.1 of {cite:p}`vaswani2017`; $f(x)$) and {cite:p}`ba2016`", equations, cites) == (
         "(section 3.1 of Vaswani et al., 2017; $f(x)$) and (Ba et al., 2016)")
+    # the website's own files are not beside a workbook: their name stays, the link goes
+    assert to_markdown('in <a class="book-source" href="../book-source.zip" download>book-source.zip</a>',
+                       equations, cites) == "in book-source.zip (on the book's website)"
     glued = to_markdown("It has {glue:text}`n_params:,` weights, see {numref}`Figure %s <fig-ch03-x>`.\n\n"
                         "```{glue:figure} fig_x\n:name: fig-x\nThe caption.\n```", equations, cites)
     assert glued.startswith("It has `n_params` weights, see Figure.")

@@ -16,7 +16,7 @@ shows it in one of two forms, chosen by where it runs:
   that execute the chapters): ``text/html`` with every state the page can show (each
   combination of the controls' values) drawn once by the same ``draw`` and stored as a PNG,
   with native ``<select>`` and ``<input type="range">`` controls.
-  ``_ext/static/tx-explorer.js`` (shipped with the website) shows the frame of the chosen
+  A small script shipped with the website shows the frame of the chosen
   state; text that ``draw`` printed belongs to its state and switches with the figure. Only
   the build draws every state: in a learner's kernel that would cost seconds to minutes per
   explorer and swell the saved notebook with frames nobody sees.

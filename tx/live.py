@@ -23,7 +23,7 @@ the causal self-attention of the words it wrote over the words before them; and
 ``tx.live.classifier(vit, images)`` classifies a digit the reader draws, reduced as scikit-learn's
 digits were made (:func:`stroke_bitmap`, then :func:`digit_grid`), with its three likeliest
 classes, the 8x8 image it read, and [CLS]'s attention drawn over it. How the website wires
-the blocks is on the Book internals page.
+the blocks is on the :doc:`Book internals </api_internals>` page.
 
 Axes: S source length, T target length (the attention map is [T, S]); L layers, H heads,
 N patches.

@@ -184,8 +184,8 @@ def tidy_typed(text: str) -> str:
     space, none at the ends; a sentence typed all in capitals (two capitals or more, no small
     letter) put in small letters with its first letter a capital; a final full stop added
     when the sentence ends in a letter or a digit. ``python -m tx.translate`` and the book's
-    live blocks apply it to what a reader types (``_ext/static/tx-live.js`` has the same
-    rules); measurements on the corpus do not, as its sentences are already written this way.
+    live blocks apply it to what a reader types (the page's JavaScript has the same rules,
+    and the book's tests compare the two); measurements on the corpus do not, as its sentences are already written this way.
     A missing accent is not restored: only training could teach that.
     """
     text = re.sub(r"\u00ab\s*|\s*\u00bb", '"', unicodedata.normalize("NFC", _check_text(text)))

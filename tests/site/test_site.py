@@ -420,8 +420,8 @@ def test_a_solutions_bar_repeats_its_exercises_title(visits, docname):
 
 
 def test_each_reference_links_back_to_the_pages_that_cite_it(visits):
-    """Every entry names the pages that cite it ("Cited in: ch. 3, ch. 11"), and each of those
-    pages has a citation that links to that entry."""
+    """Every entry names the pages that cite it ("Cited in: ch. 3, ch. 11"), and each link lands
+    on a citation of that entry on its page."""
     page = visits("references").page
     entries = page.evaluate(
         """() => [...document.querySelectorAll('article div.citation')].map(e => ({
@@ -432,12 +432,15 @@ def test_each_reference_links_back_to_the_pages_that_cite_it(visits):
     for entry in entries:
         assert entry["back"], f"{entry['id']}: no page cites it"
         for href in entry["back"]:
-            docname = href.split("#")[0].removesuffix(".html")
-            cites = visits(docname).page.evaluate(
-                "() => [...document.querySelectorAll('article a[href*=\"references.html#\"]')]"
-                ".map(a => a.getAttribute('href').split('#')[1])"
-            )
-            assert entry["id"] in cites, f"{docname} does not cite {entry['id']}"
+            docname, _, anchor = href.partition("#")
+            docname = docname.removesuffix(".html")
+            # the link lands on a citation of this entry
+            cited = visits(docname).page.evaluate(
+                """(anchor) => { const at = document.getElementById(anchor);
+                    return at ? [...at.querySelectorAll('a[href*="references.html#"]')]
+                        .map(a => a.getAttribute('href').split('#')[1]) : null; }""", anchor)
+            assert cited is not None, f"{href}: no element {anchor!r} on {docname}"
+            assert entry["id"] in cited, f"{href} lands on a citation of {cited}, not of {entry['id']}"
 
 
 def test_search_finds_attention(browser, site):

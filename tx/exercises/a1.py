@@ -160,6 +160,10 @@ def check_bf16_spacing(fn: Callable[[float], Any]) -> None:
     """``fn(x) -> float``: the gap from the bf16 number x to the next one away from zero, as torch.nextafter finds it."""
     g = torch.Generator().manual_seed(102)
     hidden = [float(torch.tensor(v).bfloat16()) for v in (torch.rand(3, generator=g) * 1000 + 1).tolist()]
+    at_one, at_1024 = (as_number(call(fn, x), f"bf16_spacing({x})") for x in (1.0, 1024.0))
+    if math.isclose(at_one, at_1024, rel_tol=1e-6):
+        raise CheckFailed(f"bf16_spacing(1.0) and bf16_spacing(1024.0) are both {at_one:.6g}: the gap is not one "
+                          "number for all x but grows with x's exponent, 2 ** -7 at 1 and 8 at 1024.")
     for x in [1.0, 3.0, 0.1015625, 1024.0, -6.0, *hidden]:
         expected = _spacing(x, torch.bfloat16)
         asked = f"bf16_spacing({x})"
@@ -172,6 +176,10 @@ def check_bf16_spacing(fn: Callable[[float], Any]) -> None:
         if math.isclose(got, expected / 2, rel_tol=1e-6):
             raise CheckFailed(f"{what}: half the gap, 2 ** (exponent - 8); bf16 stores 7 bits after the leading 1, "
                               "so neighbours differ by 2 ** (exponent - 7). (Half the gap is the largest rounding error.)")
+        if math.isclose(got, 2 * expected, rel_tol=1e-6):
+            raise CheckFailed(f"{what}: twice the gap. math.frexp writes x as m * 2 ** e with 0.5 <= |m| < 1, so "
+                              "its e is one more than the exponent of x = 1.f * 2 ** exponent: the gap is "
+                              "2 ** (e - 8).")
         if x < 0 and math.isclose(got, -expected, rel_tol=1e-6):
             raise CheckFailed(f"{what}: a gap is a distance, positive also for negative x; use abs(x).")
         assert_number(got, expected, asked, tol=1e-9 * expected)

@@ -253,6 +253,9 @@ def _bare_if_in_parentheses(match: re.Match) -> str:
     return "cite:p-bare" if depth else name
 
 
+_SITE_FILE_LINK = re.compile(r'<a class="book-source"[^>]*>(?P<name>[^<]*)</a>')
+
+
 def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str, str]]) -> str:
     """A markdown cell's MyST as plain Markdown: directives, roles, labels and equation numbers."""
     text = _directives(text)
@@ -264,6 +267,8 @@ def to_markdown(text: str, equations: dict[str, str], cites: dict[str, tuple[str
 
     text = _LABELLED_MATH.sub(tag, text)
     text = _TARGET.sub("", text)
+    # a link to a file the website serves (book-source.zip) has nothing to point at in a workbook
+    text = _SITE_FILE_LINK.sub(r"\g<name> (on the book's website)", text)
     # "(see {eq}`x`)" is fine, but "({eq}`x`)" would read ((3.1)) once the role brings its own parentheses.
     text = re.sub(r"\((\{eq\}`[^`]*`)\)", r"\1", text)
     text = _ROLE.sub(lambda m: _role(_bare_if_in_parentheses(m), m.group("content"), equations, cites), text)
