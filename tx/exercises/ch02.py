@@ -161,6 +161,7 @@ def check_embed_tokens(fn: Callable[[Tensor, Tensor, int], Any]) -> None:
             for value, hint in wrong:
                 if not torch.allclose(value, expected, atol=1e-4) and torch.allclose(got, value, atol=1e-4):
                     raise CheckFailed(f"{what} {hint}")
-        assert_tensor(got, expected, what, atol=1e-4)
+        call_text = f"embed_tokens(ids of shape {tuple(ids.shape)}, a table [{table.size(0)}, {D}], start={start})"
+        assert_tensor(got, expected, call_text, atol=1e-4)
     passed("sqrt(d_model) E[ids] + the positions from start on, zeros at <pad>: what "
            "model.src_embed(ids, start=start) computes in evaluation, with the padding cleared.")
