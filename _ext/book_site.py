@@ -385,24 +385,20 @@ def citation_backlinks(app: Sphinx, doctree: nodes.document, docname: str) -> No
 
 
 def _reading_order(docname: str) -> tuple[int, str]:
-    """The home page, the chapters in their order, the appendix, then any other page."""
+    """The home page, the chapters in their order and the appendix (01_ ... sorts before A1_), then any other page."""
+    from tx.exercises.learner_notebook import chapter_label
+
     name = docname.rsplit("/", 1)[-1]
-    if docname == "intro":
-        return (0, "")
-    if re.match(r"\d\d_", name):
-        return (1, name)
-    if re.match(r"[A-Z]\d+_", name):
-        return (2, name)
-    return (3, name)
+    return (0, "") if docname == "intro" else (1 if chapter_label(name) else 2, name)
 
 
 def _page_label(app: Sphinx, docname: str) -> str:
-    """A chapter by its number ("3", "A1"), any other page by its title."""
-    name = docname.rsplit("/", 1)[-1]
-    match = re.match(r"(\d\d|[A-Z]\d+)_", name)
-    if match:
-        number = match.group(1)
-        return f"ch. {int(number)}" if number.isdigit() else number
+    """A chapter by its number ("ch. 3", "A1", as its exercises are numbered), any other page by its title."""
+    from tx.exercises.learner_notebook import chapter_label
+
+    label = chapter_label(docname.rsplit("/", 1)[-1])
+    if label:
+        return f"ch. {label}" if label.isdigit() else label
     title = app.env.titles.get(docname)
     return title.astext() if title is not None else docname
 
