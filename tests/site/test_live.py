@@ -265,12 +265,12 @@ def test_layer_and_head_menus_work_from_the_keyboard(visits_live, docname, name)
 REAL_PAGE = "chapters/12_real_french"
 BEAM_SENTENCES = [  # chapter 12's sentences and others typed; where the beam changes greedy's translation (on
     # the real model, with the page's int8 weights and with tx's float ones alike), greedy's and the beam's:
-    "Je voudrais un verre d'eau.",  # greedy "I'd like a drink.", beam "I'd like a glass of water."
-    "Nous habitons à Lyon.",  # "We live in Lyyon.", "We live in Lyon.": the beam copies the name
-    "Au secours !",  # "Bet!", "Be nice."
-    "Bonjour !",  # "Bon inside.", "Hey!"
-    "Je m'appelle Jean.",  # "I'm calling me.", "I'll call myself."
-    "On ne sait jamais.",  # "We never know." both ways
+    "J'ai mal à la tête.",  # greedy "I'm hurting her.", beam "I've got a headache." (chapter 12)
+    "Je m'appelle Jean.",  # "I'm calling Jean.", "I call Jean."
+    "Au secours !",  # "Seave yourself.", "Well done!"
+    "Bon appétit !",  # "Have a blocked.", "Have a look."
+    "À demain !",  # "Ste!", "See you tomorrow."
+    "Je voudrais un verre d'eau.",  # "I'd like a glass of water." both ways
     "Tom est fatigué.",  # the same both ways
     "Je ne comprends pas pourquoi il pleut.",
 ]
