@@ -25,7 +25,7 @@ def _gradient(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """The gradient, flattened, of the mean loss (smoothing 0.1) of token ids x [B, T] against targets y [B, T]."""
     model.zero_grad()
     loss_fn(model(x), y, _PAD, 0.1).backward()
-    return torch.cat([p.grad.flatten() for p in model.parameters()])
+    return _grads(model)
 
 
 class _OneShot:
