@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import torch
 from safetensors.torch import load as load_tensors, load_model, save_model
 
+from ._files import atomic_write
 from .checks import check_finite_weights
 from .config import TransformerConfig
 from .data import Vocab, check_vocabs, vocab_from_dict
@@ -64,19 +64,7 @@ def save(
     for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
         if vocab is not None:
             meta[name] = json.dumps(vocab.to_dict(), ensure_ascii=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        save_model(model, str(tmp), metadata=meta)  # handles the tied embedding weights
-        raw = tmp.read_bytes()
-        tmp.unlink()  # written again below as a new file: default permissions, not safetensors' own
-        tmp.write_bytes(_with_checksum(raw))
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    _write(path, model, meta)
     return path
 
 
@@ -100,6 +88,13 @@ def _info_json(info: dict[str, Any] | None) -> str:
         return json.dumps(info or {})
     except (TypeError, ValueError) as e:
         raise TypeError(f"info must hold JSON-safe values only (numbers, strings, lists, dicts): {e}.") from None
+
+
+def _write(path: Path, model: torch.nn.Module, meta: dict[str, str]) -> None:
+    """Write the model's weights and ``meta`` to ``path`` whole (:func:`~tx._files.atomic_write`), with their checksum."""
+    with atomic_write(path) as tmp:
+        save_model(model, str(tmp), metadata=meta)  # handles the tied embedding and output weights
+        tmp.write_bytes(_with_checksum(tmp.read_bytes()))
 
 
 def _with_checksum(raw: bytes) -> bytes:
@@ -281,16 +276,7 @@ def save_language_model(
             "info": _info_json(info)}
     if vocab is not None:
         meta["vocab"] = json.dumps(vocab.to_dict(), ensure_ascii=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        save_model(model, str(tmp), metadata=meta)  # handles the tied embedding and output weights
-        raw = tmp.read_bytes()
-        tmp.unlink()
-        tmp.write_bytes(_with_checksum(raw))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    _write(path, model, meta)
     return path
 
 

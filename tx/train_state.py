@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._files import atomic_write
+
 __all__ = ["TrainState", "state_path", "save_state", "load_state"]
 
 
@@ -44,13 +46,8 @@ def save_state(path: str | os.PathLike, state: TrainState) -> Path:
     meta = {"format": "tx-train-state", "step": str(state.step), "seconds": repr(float(state.seconds)),
             "tokens": str(state.tokens), "param_groups": json.dumps(state.optimizer.get("param_groups", [])),
             "schedule": json.dumps(state.schedule)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
+    with atomic_write(path) as tmp:  # a run killed while saving leaves the previous state whole
         save_file(tensors, str(tmp), metadata=meta)
-        os.replace(tmp, path)  # a run killed while saving leaves the previous state whole
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -31,6 +31,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from ._files import atomic_write
 from .progress import progress_bar
 
 RECORD, REPLAY = "TX_TRAINING_RECORD", "TX_TRAINING_REPLAY"
@@ -148,11 +149,9 @@ def recorded(fit: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]
             return _replay(path, model, callback, progress)
         history = fit(model, *args, **kwargs)
         if key is not None and record:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.part")
-            torch.save({"weights": model.state_dict(), "training": model.training,
-                        "rng": torch.get_rng_state(), "history": history}, partial)
-            os.replace(partial, path)  # a reader of DIR never sees half a file
+            with atomic_write(path) as partial:  # a reader of DIR never sees half a file
+                torch.save({"weights": model.state_dict(), "training": model.training,
+                            "rng": torch.get_rng_state(), "history": history}, partial)
         return history
 
     return run
