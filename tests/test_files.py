@@ -1,5 +1,6 @@
 """tx._files.atomic_write, and every writer of tx that goes through it: a file lands whole or not at all,
-an overwritten file keeps its mode, a new one gets the default mode, and no temporary file is left."""
+an overwritten file keeps its mode, a new one gets the default mode, and no temporary file is left.
+And the format version: a training state from a newer tx says to update tx (checkpoints: test_checkpoint*.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import torch
 
 import tx
 from conftest import tiny_model
+from test_checkpoint import NEWER, edit_metadata, read_header
 from tx._files import atomic_write
 from tx.config import LanguageModelConfig
 from tx.language_model import LanguageModel
-from tx.train_state import TrainState, save_state
+from tx.train_state import TrainState, load_state, save_state
 from tx.training_record import RECORD, recorded
 
 
@@ -107,3 +109,14 @@ def test_every_writer_that_fails_leaves_the_old_file_whole_and_no_temporary_file
         write(tmp_path, 2)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_a_training_state_of_a_newer_format_says_to_update_tx(tmp_path):
+    path = save_state(tmp_path / "m.state.safetensors", TrainState(step=3))
+    assert load_state(path).step == 3
+    assert read_header(path)[0]["__metadata__"]["format_version"] == "1"
+    edit_metadata(path, lambda meta: meta.update(format_version="2"))
+    with pytest.raises(ValueError, match="m.state.safetensors " + NEWER.format("format version 2; this tx reads version 1 and older")):
+        load_state(path)
+    edit_metadata(path, lambda meta: meta.pop("format_version"))  # as a state written before versions existed
+    assert load_state(path).step == 3

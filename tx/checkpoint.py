@@ -6,6 +6,7 @@ safetensors file holds only tensors and a JSON header.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -17,7 +18,7 @@ from typing import Any
 import torch
 from safetensors.torch import load as load_tensors, load_model, save_model
 
-from ._files import atomic_write
+from ._files import FORMAT_VERSION, NewerFormatError, atomic_write, check_format_version, newer_tx
 from .checks import check_finite_weights
 from .config import TransformerConfig
 from .data import Vocab, check_vocabs, vocab_from_dict
@@ -53,14 +54,16 @@ def save(
 
     The file is written beside its destination and renamed into place, so a crash never
     leaves a half-written checkpoint over a good one; an overwritten file keeps its mode.
-    A SHA-256 of the tensor bytes goes into the metadata, and :func:`load` verifies it.
+    A SHA-256 of the tensor bytes goes into the metadata, and :func:`load` verifies it; so does the
+    format version (``format_version``), and a tx older than the file refuses it, saying to update.
     """
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a tx.Transformer, got {type(model).__name__}.")
     check_vocabs(model.config, src_vocab, tgt_vocab)
     path = Path(path)
     check_writable(path)
-    meta = {"format": "tx", "config": json.dumps(model.config.to_dict()), "info": _info_json(info)}
+    meta = {"format": "tx", "format_version": str(FORMAT_VERSION), "config": json.dumps(model.config.to_dict()),
+            "info": _info_json(info)}
     for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
         if vocab is not None:
             meta[name] = json.dumps(vocab.to_dict(), ensure_ascii=False)
@@ -144,6 +147,7 @@ def _read(path: str | os.PathLike) -> tuple[Path, dict[str, Any], bytes]:
     meta = header["__metadata__"]
     if meta.get("format") != "tx":
         raise ValueError(f"{path} is a safetensors file but not a tx checkpoint (no tx config inside).")
+    check_format_version(path, meta)
     expected = meta.get(_CHECKSUM)  # checkpoints written before checksums have none: nothing to verify
     if expected is not None and hashlib.sha256(raw[data_start:]).hexdigest() != expected:
         raise ValueError(
@@ -174,13 +178,24 @@ def _metadata(path: Path, header: dict[str, Any]) -> dict[str, Any]:
     # save_model also records tied tensors it dropped (e.g. "generator.weight"): not ours to parse.
     try:
         out = {k: json.loads(meta[k]) for k in _JSON_KEYS if k in meta}
-        out["config"] = TransformerConfig(**out["config"])
+        out["config"] = _config(path, TransformerConfig, out["config"])
         vocabs = [vocab_from_dict(out[k]) if k in out else None for k in ("src_vocab", "tgt_vocab")]
         check_vocabs(out["config"], *vocabs)
+    except NewerFormatError:
+        raise
     except (ValueError, TypeError, KeyError) as e:
         raise ValueError(f"{path} has damaged metadata ({e}); write the checkpoint again with python -m tx.train.") from None
     out["config"] = out["config"].to_dict()
     return out
+
+
+def _config(path: Path, cls: type, saved: Any) -> Any:
+    """The config saved in a checkpoint as a ``cls``; a field ``cls`` does not have means a newer tx wrote it."""
+    if isinstance(saved, dict):  # anything else is damaged: cls(**saved) says how
+        unknown = sorted(saved.keys() - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise newer_tx(path, f"its config sets {', '.join(unknown)}, which this tx's {cls.__name__} does not have")
+    return cls(**saved)
 
 
 def _check_tensors(path: Path, header: dict[str, Any], model: Transformer) -> None:
@@ -272,8 +287,8 @@ def save_language_model(
         raise ValueError(f"vocab has {len(vocab)} words but the model's vocab_size is {model.config.vocab_size}.")
     path = Path(path)
     check_writable(path)
-    meta = {"format": "tx", "kind": "language_model", "config": json.dumps(model.config.to_dict()),
-            "info": _info_json(info)}
+    meta = {"format": "tx", "format_version": str(FORMAT_VERSION), "kind": "language_model",
+            "config": json.dumps(model.config.to_dict()), "info": _info_json(info)}
     if vocab is not None:
         meta["vocab"] = json.dumps(vocab.to_dict(), ensure_ascii=False)
     _write(path, model, meta)
@@ -291,9 +306,11 @@ def load_language_model(path: str | os.PathLike = DECODER_ONLY_MODEL, device: to
     if meta.get("kind") != "language_model":
         raise ValueError(f"{path} holds an encoder-decoder tx.Transformer; load it with tx.checkpoint.load.")
     try:
-        model = LanguageModel(LanguageModelConfig(**json.loads(meta["config"])))
+        model = LanguageModel(_config(path, LanguageModelConfig, json.loads(meta["config"])))
         vocab = vocab_from_dict(json.loads(meta["vocab"])) if "vocab" in meta else None
         info = json.loads(meta.get("info", "{}"))
+    except NewerFormatError:
+        raise
     except (ValueError, TypeError, KeyError) as e:
         raise ValueError(f"{path} has damaged metadata ({e}); write it again with python -m tx.lm_train.") from None
     _check_tensors(path, header, model)

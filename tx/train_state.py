@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._files import atomic_write
+from ._files import FORMAT_VERSION, NewerFormatError, atomic_write, check_format_version
 
 __all__ = ["TrainState", "state_path", "save_state", "load_state"]
 
@@ -43,9 +43,9 @@ def save_state(path: str | os.PathLike, state: TrainState) -> Path:
     path = Path(path)
     tensors = {f"{i}.{key}": value.detach().cpu().contiguous()
                for i, entries in state.optimizer.get("state", {}).items() for key, value in entries.items()}
-    meta = {"format": "tx-train-state", "step": str(state.step), "seconds": repr(float(state.seconds)),
-            "tokens": str(state.tokens), "param_groups": json.dumps(state.optimizer.get("param_groups", [])),
-            "schedule": json.dumps(state.schedule)}
+    meta = {"format": "tx-train-state", "format_version": str(FORMAT_VERSION), "step": str(state.step),
+            "seconds": repr(float(state.seconds)), "tokens": str(state.tokens),
+            "param_groups": json.dumps(state.optimizer.get("param_groups", [])), "schedule": json.dumps(state.schedule)}
     with atomic_write(path) as tmp:  # a run killed while saving leaves the previous state whole
         save_file(tensors, str(tmp), metadata=meta)
     return path
@@ -64,11 +64,14 @@ def load_state(path: str | os.PathLike) -> TrainState:
             tensors = {key: f.get_tensor(key) for key in f.keys()}
         if meta.get("format") != "tx-train-state":
             raise ValueError("not a tx training state")
+        check_format_version(path, meta)
         optimizer: dict[str, Any] = {"state": {}, "param_groups": json.loads(meta["param_groups"])}
         for name, value in tensors.items():
             i, key = name.split(".", 1)
             optimizer["state"].setdefault(int(i), {})[key] = value
         return TrainState(int(meta["step"]), float(meta["seconds"]), int(meta["tokens"]), optimizer,
                           json.loads(meta["schedule"]))
+    except NewerFormatError:
+        raise
     except Exception as e:  # safetensors raises its own error types for a damaged file
         raise ValueError(f"{path} is not a readable tx training state ({e}); train again without --resume.") from None
