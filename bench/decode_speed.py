@@ -35,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     vocab = 300
-    model = tx.Transformer(vocab, vocab, dropout=0.0, max_len=args.tokens + 1, **CONFIGS[args.config]).eval()
+    model = tx.Transformer(src_vocab_size=vocab, tgt_vocab_size=vocab, dropout=0.0, max_len=args.tokens + 1, **CONFIGS[args.config]).eval()
     src = torch.randint(4, vocab, (args.batch, 20))
     never = -1  # eos_id=-1 matches no token: no row ever ends early
     out = {}

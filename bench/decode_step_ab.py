@@ -86,8 +86,8 @@ def main() -> None:
         torch.manual_seed(0)
         vocab, B, t = 300, 8, 30
         sizes = dict(d_model=128, n_heads=4, n_layers=2, d_ff=256, dropout=0.0, max_len=65)
-        new = tx.Transformer(vocab, vocab, **sizes).eval()
-        base = txbase.Transformer(vocab, vocab, **sizes).eval()
+        new = tx.Transformer(src_vocab_size=vocab, tgt_vocab_size=vocab, **sizes).eval()
+        base = txbase.Transformer(src_vocab_size=vocab, tgt_vocab_size=vocab, **sizes).eval()
         base.load_state_dict(new.state_dict())
         src, tokens = torch.randint(4, vocab, (B, 20)), torch.randint(4, vocab, (B, 1))
         with torch.inference_mode():

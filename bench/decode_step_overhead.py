@@ -92,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     vocab, B, t = 300, 8, 30
-    model = tx.Transformer(vocab, vocab, d_model=128, n_heads=4, n_layers=2, d_ff=256, dropout=0.0, max_len=65).eval()
+    model = tx.Transformer(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=128, n_heads=4, n_layers=2, d_ff=256, dropout=0.0, max_len=65).eval()
     src, tokens = torch.randint(4, vocab, (B, 20)), torch.randint(4, vocab, (B, 1))
     with torch.inference_mode():
         memory = model.encode(src)

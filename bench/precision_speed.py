@@ -33,7 +33,8 @@ CONFIGS = {
 def step_fn(precision: str, c: dict, batch: data.Batch, dev: torch.device):
     """One training step of a fresh seeded model in ``precision``, as tx.train.fit takes it."""
     torch.manual_seed(0)
-    model = tx.Transformer(c["vocab"], c["vocab"], c["d_model"], c["n_heads"], c["n_layers"], c["d_ff"], 0.1).to(dev)
+    model = tx.Transformer(src_vocab_size=c["vocab"], tgt_vocab_size=c["vocab"], d_model=c["d_model"], n_heads=c["n_heads"],
+                           n_layers=c["n_layers"], d_ff=c["d_ff"], dropout=0.1).to(dev)
     opt, scaler = make_optimizer(model), scale.grad_scaler(precision, dev)
     for group in opt.param_groups:
         group["lr"] = 1e-4

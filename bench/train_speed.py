@@ -48,7 +48,8 @@ class TorchReference(nn.Module):
 
 def make_models(c):
     torch.manual_seed(0)
-    ours = tx.Transformer(c["vocab"], c["vocab"], c["d_model"], c["n_heads"], c["n_layers"], c["d_ff"], 0.1)
+    ours = tx.Transformer(src_vocab_size=c["vocab"], tgt_vocab_size=c["vocab"], d_model=c["d_model"], n_heads=c["n_heads"],
+                          n_layers=c["n_layers"], d_ff=c["d_ff"], dropout=0.1)
     ref = TorchReference(c["vocab"], c["d_model"], c["n_heads"], c["n_layers"], c["d_ff"], 0.1)
     return {"tx": ours, "torch": ref}
 

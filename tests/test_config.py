@@ -34,12 +34,12 @@ def test_config_is_frozen():
 
 def test_share_embeddings_with_different_vocabularies_is_a_clear_error():
     with pytest.raises(ValueError, match="vocabularies differ.*joint vocabulary"):
-        tx.Transformer(100, 120, d_model=16, n_heads=2, share_embeddings=True)
+        tx.Transformer(src_vocab_size=100, tgt_vocab_size=120, d_model=16, n_heads=2, share_embeddings=True)
 
 
 def test_bad_head_count_in_config():
     with pytest.raises(ValueError, match="not divisible"):
-        tx.TransformerConfig(10, 10, d_model=10, n_heads=4)
+        tx.TransformerConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=10, n_heads=4)
 
 
 def test_device_is_cpu_or_cuda():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
 from tx.exercises import ch01
 
@@ -65,9 +64,9 @@ def test_changed_by_memory_rejects_wrong_answers(wrong, hint):
 
 
 def test_changed_by_memory_is_found_by_running_a_layer():
-    from tx import DecoderLayer
+    from tx import DecoderLayer, LayerConfig
 
-    assert ch01._changed_by_memory(DecoderLayer(8, 2, 16)) == {"cross_attn", "feed_forward"}
+    assert ch01._changed_by_memory(DecoderLayer(LayerConfig(d_model=8, n_heads=2, d_ff=16))) == {"cross_attn", "feed_forward"}
 
 
 # ----------------------------------------------------------------- where do layers share a weight?

@@ -130,7 +130,8 @@ def test_checkers_leave_the_random_stream_alone():
 def test_reference_post_ln_step_is_tx_residual():
     # The chapter's claim, checked once more outside the checker: post-LN is tx.Residual's default,
     # and in training it drops what the reference step drops, given the same random stream.
-    r, f, x = tx.Residual(4, dropout=0.3).train(), tx.FeedForward(4, 8), torch.randn(2, 3, 4)
+    cfg = tx.LayerConfig(d_model=4, n_heads=1, d_ff=8, dropout=0.3)
+    r, f, x = tx.Residual(cfg).train(), tx.FeedForward(cfg), torch.randn(2, 3, 4)
     torch.manual_seed(1)
     mine = post_ln_step(x, f, r.norm, r.dropout)  # tx's Dropout draws its mask its own way
     torch.manual_seed(1)

@@ -52,7 +52,7 @@ def test_causal_mask_checker_rejects(wrong, hint):
 
 def test_cache_bytes_is_what_a_real_cache_holds():
     # The reference formula, against a tx cache filled by a whole greedy decoding.
-    config = tx.TransformerConfig(13, 11, d_model=24, n_heads=6, n_layers=2, d_ff=48, dropout=0.0, max_len=32)
+    config = tx.TransformerConfig(src_vocab_size=13, tgt_vocab_size=11, d_model=24, n_heads=6, n_layers=2, d_ff=48, dropout=0.0, max_len=32)
     model, src = tx.Transformer.from_config(config).eval(), torch.randint(4, 13, (3, 7))
     cache = model.new_cache(20)
     with torch.no_grad():

@@ -79,7 +79,7 @@ def test_cache_gives_the_same_logits_token_by_token():
 
 
 def test_encoder_without_cache_is_unchanged_and_with_caches_matches():
-    enc = tx.Encoder(2, 16, 2, 32, dropout=0.0).eval()
+    enc = tx.Encoder(tx.LayerConfig(n_layers=2, d_model=16, n_heads=2, d_ff=32, dropout=0.0)).eval()
     x = torch.randn(2, 5, 16)
     mask = tx.causal_mask(5)
     full = enc(x, mask)
@@ -126,8 +126,8 @@ def test_bad_input_gets_a_clear_error():
     with pytest.raises(ValueError, match="new batch"):
         model(torch.ones(3, 1, dtype=torch.long), cache)
     with pytest.raises(ValueError, match="positions"):
-        LanguageModelConfig(10, positions="rotary")
+        LanguageModelConfig(vocab_size=10, positions="rotary")
     with pytest.raises(ValueError, match="n_heads"):
-        LanguageModelConfig(10, d_model=30, n_heads=4)
+        LanguageModelConfig(vocab_size=10, d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="pad_id"):
-        LanguageModelConfig(10, pad_id=10)
+        LanguageModelConfig(vocab_size=10, pad_id=10)

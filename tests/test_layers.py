@@ -6,7 +6,7 @@ import tx
 
 
 def test_feed_forward_is_applied_to_each_position_alone():
-    ff = tx.FeedForward(8, 16)
+    ff = tx.FeedForward(tx.LayerConfig(d_model=8, n_heads=1, d_ff=16))
     x = torch.randn(2, 5, 8)
     out = ff(x)
     for t in range(5):
@@ -18,8 +18,9 @@ def test_feed_forward_is_applied_to_each_position_alone():
 def test_post_ln_normalises_the_sum_and_pre_ln_adds_to_the_input():
     x = torch.randn(2, 3, 8)
     f = torch.nn.Linear(8, 8)
-    post = tx.Residual(8, dropout=0.0, norm_first=False)
-    pre = tx.Residual(8, dropout=0.0, norm_first=True)
+    cfg = tx.LayerConfig(d_model=8, n_heads=1, dropout=0.0)
+    post = tx.Residual(cfg.replace(norm_first=False))
+    pre = tx.Residual(cfg.replace(norm_first=True))
     assert_close(post(x, f), torch.nn.functional.layer_norm(x + f(x), (8,)))
     assert_close(pre(x, f), x + f(torch.nn.functional.layer_norm(x, (8,))))
     # Post-LN output has zero mean / unit variance per position; pre-LN output does not.
@@ -56,16 +57,17 @@ def test_dropout_probability_must_be_below_one():
 
 def test_feed_forward_gelu_uses_the_same_weights_with_a_gelu_between():
     torch.manual_seed(0)
-    relu, gelu = tx.FeedForward(4, 8), tx.FeedForward(4, 8, activation="gelu")
+    cfg = tx.LayerConfig(d_model=4, n_heads=1, d_ff=8)
+    relu, gelu = tx.FeedForward(cfg), tx.FeedForward(cfg.replace(activation="gelu"))
     gelu.load_state_dict(relu.state_dict())  # same parameters: the activation has none
     x = torch.randn(2, 3, 4)
     expected = gelu.linear2(torch.nn.functional.gelu(gelu.linear1(x)))
     torch.testing.assert_close(gelu(x), expected)
     assert not torch.allclose(gelu(x), relu(x))
     with pytest.raises(ValueError, match=r"activation must be one of 'relu', 'gelu', got 'tanh'"):
-        tx.FeedForward(4, 8, activation="tanh")
+        cfg.replace(activation="tanh")
 
 
 def test_encoder_passes_its_activation_to_every_layer():
-    enc = tx.Encoder(2, 8, 2, 16, activation="gelu")
+    enc = tx.Encoder(tx.LayerConfig(n_layers=2, d_model=8, n_heads=2, d_ff=16, activation="gelu"))
     assert [layer.feed_forward.activation for layer in enc.layers] == ["gelu", "gelu"]

@@ -45,7 +45,7 @@ def test_three_column_layout_reads_like_the_two_column_one(tmp_path):
 def tiny(vocab_src, vocab_tgt, **kw):
     torch.manual_seed(0)
     cfg = dict(d_model=32, n_heads=2, n_layers=1, d_ff=64, dropout=0.0, max_len=32) | kw
-    return tx.Transformer(len(vocab_src), len(vocab_tgt), **cfg)
+    return tx.Transformer(src_vocab_size=len(vocab_src), tgt_vocab_size=len(vocab_tgt), **cfg)
 
 
 @pytest.fixture(scope="module")

@@ -125,7 +125,7 @@ def test_sinusoidal_positions_are_tx_positional_encoding_and_not_trained():
     (lambda: tiny()(torch.rand(2, 3, 8, 8)), r"1 channel\(s\).*got shape \(2, 3, 8, 8\)"),
     (lambda: tiny()(torch.rand(2, 1, 16, 16)), r"reads 8x8 images.*got 16x16"),
     (lambda: VisionConfig(image_size=10, patch_size=4), r"image_size=10 is not a multiple of patch_size=4"),
-    (lambda: VisionConfig(positions="rotary"), r"positions must be one of 'learned', 'sinusoidal', 'none'"),
+    (lambda: VisionConfig(positions="rotary"), r"positions must be one of 'sinusoidal', 'learned', 'none'"),
     (lambda: unpatchify(torch.rand(1, 5, 4), 2, 4, 4), r"5 patches of 4 numbers do not tile a 4x4 image"),
     (lambda: classification_loss(torch.rand(3, 10), torch.tensor([1, 2])), r"logits has 3 rows but labels has 2"),
 ])

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from .attention import attention, self_attention_by_vectors
-from .config import TransformerConfig
+from .config import LayerConfig, TransformerConfig
 from .decoding import beam_search, greedy_decode
 from .decoder import Decoder, DecoderCache, DecoderLayer
 from .encoder import Encoder, EncoderLayer
@@ -35,7 +35,7 @@ __all__ = [
     "attention", "self_attention_by_vectors", "MultiHeadAttention", "split_heads", "merge_heads",
     "KVCache", "positional_encoding", "LearnedPositions", "Embedding", "causal_mask", "padding_mask", "FeedForward",
     "Residual", "Dropout", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
-    "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
+    "LayerConfig", "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
     "LanguageModelConfig", "LanguageModel", "LanguageModelCache", "generate",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",
     "subwords", "translate", "export", "live", "vision", "generation", "lm_train", "scale",

@@ -1,4 +1,10 @@
-"""Small argument checks shared by tx's public functions: one line per check at the call site.
+"""Argument checks for tx's public entry points, and :func:`guarded`, which runs them.
+
+The functions a chapter teaches hold the computation only. Their checks live beside them,
+in a function of the same arguments, and :func:`guarded` runs that check before the body:
+once per call from the user, never again inside it. A model's ``forward`` checks the token
+ids; the layers it calls then trust what they are given, and the same layers called
+directly by a reader check their own input.
 
 Each raises ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind, wrong value)
 with a message that names the argument, says what it got and what it accepts. Most read
@@ -9,19 +15,63 @@ pass over every weight, for load time, never for a decoding step).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import math
 import numbers
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import torch
 from torch import Tensor, nn
 
 __all__ = [
     "check_int", "check_float", "check_bool", "check_tensor", "check_same", "check_heads", "check_tokens",
-    "check_dtype", "check_finite_weights", "ID_DTYPES",
+    "check_dtype", "check_finite_weights", "ID_DTYPES", "guarded", "checked_once", "check_choice",
 ]
 
 ID_DTYPES = (torch.long, torch.int32)  # the index types torch's embedding lookup reads
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_checked = contextvars.ContextVar("tx_checked", default=False)  # inside a guarded call: its check has run
+
+
+def guarded(check: Callable[..., None]) -> Callable[[_F], _F]:
+    """Decorate a function so that ``check(*args, **kwargs)`` runs before it, once per outside call.
+
+    Inside a guarded call, every other guarded function runs without its check: the outer
+    check has vouched for what flows in (``Transformer.forward`` checks the ids, so its
+    attention layers skip theirs). Checks are skipped while torch.compile or the ONNX
+    exporter traces the code: they read Python values, which would break the graph, and the
+    caller checked its input before compiling or exporting.
+    """
+
+    def decorate(fn: _F) -> _F:
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if torch.compiler.is_compiling() or torch.jit.is_tracing() or _checked.get():
+                return fn(*args, **kwargs)
+            check(*args, **kwargs)
+            with checked_once():
+                return fn(*args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
+@contextlib.contextmanager
+def checked_once() -> Iterator[None]:
+    """Inside the block guarded functions skip their checks, as they do inside a guarded call.
+
+    For a loop that has checked its input once and calls a guarded function at every step,
+    as tx's decoding loops do (a benchmark of one decoding step uses it to time what they run).
+    """
+    token = _checked.set(True)
+    try:
+        yield
+    finally:
+        _checked.reset(token)
 
 
 def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .checks import check_dtype, check_int
-from .layers import FeedForward, Residual
+from .checks import check_dtype, check_int, check_tensor, guarded
+from .config import LayerConfig
+from .layers import FeedForward, Residual, make_norm
 from .multi_head import KVCache, MultiHeadAttention
 
 __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
@@ -57,6 +58,17 @@ class DecoderCache:
             self.src_mask = self.src_mask.index_select(0, index)
 
 
+def _check_stack(
+    decoder: "Decoder", x: Tensor, memory: Tensor, src_mask: Tensor | None = None,
+    tgt_mask: Tensor | None = None, cache: DecoderCache | None = None,
+) -> None:
+    """x [B, T, D] and memory [B, S, D], both of the weights' dtype."""
+    weights = decoder.layers[0].cross_attn.w_q.weight
+    for name, value in (("x", x), ("memory", memory)):
+        check_tensor(name, value, dims=3, floating=True)
+        check_dtype(name, value, weights, "the decoder")
+
+
 class DecoderLayer(nn.Module):
     """Masked self-attention, encoder-decoder attention, feed-forward; [B, T, D] -> [B, T, D].
 
@@ -64,17 +76,15 @@ class DecoderLayer(nn.Module):
     come from the encoder's output, the ``memory`` [B, S, D].
     """
 
-    def __init__(
-        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-        norm_first: bool = False, attention_dropout: float = 0.0,
-    ):
+    def __init__(self, config: LayerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
-        self.feed_forward = FeedForward(d_model, d_ff)
-        self.residual1 = Residual(d_model, dropout, norm_first)
-        self.residual2 = Residual(d_model, dropout, norm_first)
-        self.residual3 = Residual(d_model, dropout, norm_first)
+        d, h, p = config.d_model, config.n_heads, config.attention_dropout
+        self.self_attn = MultiHeadAttention(d, h, p)
+        self.cross_attn = MultiHeadAttention(d, h, p)
+        self.feed_forward = FeedForward(config)
+        self.residual1 = Residual(config)
+        self.residual2 = Residual(config)
+        self.residual3 = Residual(config)
 
     def forward(
         self,
@@ -102,27 +112,19 @@ class DecoderLayer(nn.Module):
 class Decoder(nn.Module):
     """N decoder layers, each attending to the same memory (the top encoder's output)."""
 
-    def __init__(
-        self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-        norm_first: bool = False, attention_dropout: float = 0.0,
-    ):
+    def __init__(self, config: LayerConfig):
         super().__init__()
-        check_int("n_layers", n_layers, low=1)
         self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, attention_dropout)
-            for _ in range(n_layers)
+            DecoderLayer(config) for _ in range(config.n_layers)
         )
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.norm = make_norm(config) if config.norm_first else nn.Identity()
 
+    @guarded(_check_stack)
     def forward(
         self, x: Tensor, memory: Tensor, src_mask: Tensor | None = None,
         tgt_mask: Tensor | None = None, cache: DecoderCache | None = None,
     ) -> Tensor:
         """Run the stack over target vectors x [B, T, D]; returns [B, T, D]."""
-        if cache is None or memory is not cache.memory:  # Transformer.decode has checked the memory a cache holds
-            weights = self.layers[0].cross_attn.w_q.weight
-            check_dtype("x", x, weights, "the decoder")
-            check_dtype("memory", memory, weights, "the decoder")
         for i, layer in enumerate(self.layers):
             self_cache = cache.self_attn[i] if cache is not None else None
             cross_cache = cache.cross_attn[i] if cache is not None else None

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import torch
 from torch import Tensor, nn
 
-from .checks import check_float, check_int, check_tensor
+from .checks import check_float, check_int, check_tensor, check_tokens, guarded
 
 __all__ = ["greedy_decode", "beam_search", "normalised_score", "Hypothesis", "output_limit", "LENGTH_MARGIN"]
 
@@ -54,12 +54,32 @@ def _check_lengths(model: nn.Module, max_len: int) -> None:
 
 
 def _check_ids(model: nn.Module, src: Tensor, bos_id: int, eos_id: int) -> None:
-    """src is a [B, S] tensor; bos_id and eos_id are ids of the model's target vocabulary (eos_id -1: none)."""
+    """src is a [B, S] tensor of source ids; bos_id and eos_id are ids of the model's target vocabulary (eos_id -1: none)."""
     check_tensor("src", src, dims=2)
     vocab_size = getattr(model.config, "tgt_vocab_size", None)
     high = None if vocab_size is None else vocab_size - 1
     check_int("bos_id (an id of the target vocabulary)", bos_id, low=0, high=high)
     check_int("eos_id (an id of the target vocabulary, or -1 to never stop)", eos_id, low=-1, high=high)
+    src_vocab = getattr(model.config, "src_vocab_size", None)
+    if src_vocab is not None:  # the ids model.encode would check, checked once for the whole decoding
+        check_tokens(src, src_vocab, model.config.max_len, "src")
+
+
+def _check_greedy(
+    model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool = True
+) -> None:
+    _check_lengths(model, max_len)
+    _check_ids(model, src, bos_id, eos_id)
+
+
+def _check_beam(
+    model: nn.Module, src: Tensor, beam_size: int, max_len: int, bos_id: int, eos_id: int,
+    length_penalty: float = 0.0, n_best: int = 1, trace: list | None = None, penalty_form: str = "power",
+) -> None:
+    normalised_score(0.0, 1, length_penalty, penalty_form)  # an unknown penalty_form fails here
+    _check_lengths(model, max_len)
+    _check_ids(model, src, bos_id, eos_id)
+    _check_beams(beam_size, n_best, length_penalty, trace)
 
 
 def _check_beams(beam_size: int, n_best: int, length_penalty: float, trace: list | None) -> None:
@@ -70,6 +90,7 @@ def _check_beams(beam_size: int, n_best: int, length_penalty: float, trace: list
         raise TypeError(f"trace must be a list to fill, or None, got {type(trace).__name__}.")
 
 
+@guarded(_check_greedy)
 def greedy_decode(
     model: nn.Module,
     src: Tensor,
@@ -88,8 +109,6 @@ def greedy_decode(
     re-runs the decoder over the whole prefix at each step: slower, same
     tokens.
     """
-    _check_lengths(model, max_len)
-    _check_ids(model, src, bos_id, eos_id)
     pad_id = model.config.pad_id
     with _evaluating(model):
         memory = model.encode(src)  # [B, S, D]
@@ -176,6 +195,7 @@ def _best_possible(
     return normalised_score(log_prob, best_len, length_penalty, penalty_form)
 
 
+@guarded(_check_beam)
 def beam_search(
     model: nn.Module,
     src: Tensor,
@@ -203,11 +223,6 @@ def beam_search(
     ``penalty_form="gnmt"`` divides by ((5 + len) / 6) ** ``length_penalty``
     instead, the paper's penalty (see :func:`normalised_score`).
     """
-    # an unknown penalty_form fails here, before any work
-    normalised_score(0.0, 1, length_penalty, penalty_form)
-    _check_lengths(model, max_len)
-    _check_ids(model, src, bos_id, eos_id)
-    _check_beams(beam_size, n_best, length_penalty, trace)
     B, K = src.size(0), beam_size
     with _evaluating(model):
         memory = model.encode(src).repeat_interleave(K, dim=0)  # [B*K, S, D]

@@ -20,10 +20,10 @@ OUTDIR receives four files, none with a path of the machine that wrote them insi
   ``max_new_tokens`` (the model's positions after <bos>) and ``length_margin``, tokens beyond
   the source's length (:func:`tx.decoding.output_limit`).
 
-Batch and lengths are dynamic axes. The graphs compute what ``model.encode`` and ``model.decode``
-compute, without their argument checks (which read token values into Python and cannot be
-traced) and without the key/value cache: every step re-reads the prefix, which for sentences of a
-few dozen tokens costs little and keeps the graph to one input shape per step.
+Batch and lengths are dynamic axes. The graphs are ``model.encode`` and ``model.decode`` themselves,
+traced (their argument checks, which read token values into Python, do not run while the
+exporter traces), without the key/value cache: every step re-reads the prefix, which for
+sentences of a few dozen tokens costs little and keeps the graph to one input shape per step.
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ from torch import Tensor, nn
 
 from .checks import check_finite_weights
 from .decoding import LENGTH_MARGIN, output_limit
-from .language_model import LanguageModel, lm_mask
-from .masks import padding_mask
+from .language_model import LanguageModel
 from .model import Transformer
 from .vision import VisionTransformer
 
@@ -62,7 +61,7 @@ class _Encoder(nn.Module):
 
     def forward(self, src: Tensor) -> tuple[Tensor, Tensor]:
         m = self.model
-        memory = m.encoder(m.src_embed(src), padding_mask(src, m.config.pad_id))  # [B, S, D]
+        memory = m.encode(src)  # [B, S, D]
         weights = torch.stack([layer.self_attn.attention_weights for layer in m.encoder.layers])  # [L, B, H, S, S]
         return memory, weights
 
@@ -76,13 +75,11 @@ class _Decoder(nn.Module):
 
     def forward(self, memory: Tensor, src: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         m = self.model
-        position = torch.cumsum(torch.ones_like(tgt[0]), 0)  # [T]: 1..T, from the input's length
-        tgt_mask = position[None, :] <= position[:, None]  # [T, T]: the causal mask, True on and below the diagonal
-        x = m.decoder(m.tgt_embed(tgt), memory, padding_mask(src, m.config.pad_id), tgt_mask)
+        logits = m.decode(memory, src, tgt)  # [B, T, V]
         layers = m.decoder.layers
         self_w = torch.stack([layer.self_attn.attention_weights for layer in layers])  # [L, B, H, T, T]
         cross_w = torch.stack([layer.cross_attn.attention_weights for layer in layers])  # [L, B, H, T, S]
-        return m.generator(x), self_w, cross_w  # logits [B, T, V]
+        return logits, self_w, cross_w
 
 
 def _onnx_bytes(module: nn.Module, args: tuple[Tensor, ...], inputs: list[str], outputs: list[str],
@@ -298,7 +295,7 @@ class ExportedModel:
 
 
 class _LanguageModel(nn.Module):
-    """tokens [B, T] -> logits [B, T, V], self_attn [L, B, H, T, T]: LanguageModel.forward without a cache or checks."""
+    """tokens [B, T] -> logits [B, T, V], self_attn [L, B, H, T, T]: LanguageModel.forward without a cache."""
 
     def __init__(self, model: LanguageModel):
         super().__init__()
@@ -306,11 +303,9 @@ class _LanguageModel(nn.Module):
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         m = self.model
-        real = tokens != m.config.pad_id  # [B, T]
-        positions = (real.long().cumsum(1) - 1).clamp(min=0)  # [B, T]: real tokens before each one
-        x = m.layers(m._embed(tokens, positions), lm_mask(real, tokens.size(1)))  # [B, T, D]
+        logits = m(tokens)  # [B, T, V]
         weights = torch.stack([layer.self_attn.attention_weights for layer in m.layers.layers])  # [L, B, H, T, T]
-        return m.lm_head(x), weights
+        return logits, weights
 
 
 class _Vision(nn.Module):

@@ -16,7 +16,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
-from .checks import check_float, check_int, check_tensor, check_tokens
+from .checks import check_float, check_int, check_tensor, check_tokens, guarded
 
 __all__ = ["filter_top_k", "filter_top_p", "next_token_probs", "left_pad", "generate"]
 
@@ -77,49 +77,6 @@ def left_pad(prompts: Sequence[Sequence[int]], pad_id: int = 0) -> Tensor:
     return out
 
 
-@torch.no_grad()
-def generate(
-    model: nn.Module,
-    prompt: Tensor,
-    max_new_tokens: int,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    use_cache: bool = True,
-    generator: torch.Generator | None = None,
-    eos_id: int | None = None,
-) -> Tensor:
-    """Continue prompts [B, P] (left-padded with the model's pad_id) by up to N tokens; returns [B, P + N].
-
-    Greedy when ``temperature`` is 0; the pad id is never generated. ``generator`` seeds the sampling. With ``use_cache``
-    each step feeds only the newest token and reuses earlier keys and values; without it
-    the whole sequence runs again (the same numbers, slower). A row that has produced
-    ``eos_id`` is padded from then on; generation stops early once every row has, or when the
-    context (``max_len`` positions) is full.
-    """
-    _check_generate(model, prompt, max_new_tokens, temperature, top_k, top_p, eos_id)
-    pad_id = model.config.pad_id
-    was_training = model.training
-    model.eval()
-    try:
-        cache = model.new_cache() if use_cache else None
-        tokens, done = prompt, torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
-        logits = model(prompt, cache)[:, -1]  # [B, V]
-        for _ in range(max_new_tokens):
-            logits[:, pad_id] = float("-inf")  # padding is layout, never a word to generate
-            probs = next_token_probs(logits, temperature, top_k, top_p)  # [B, V]
-            nxt = probs.argmax(-1) if temperature == 0 else torch.multinomial(probs, 1, generator=generator)[:, 0]
-            nxt = nxt.masked_fill(done, pad_id)  # [B]
-            tokens = torch.cat([tokens, nxt[:, None]], dim=1)  # [B, P + n]
-            done = done | (nxt == eos_id) if eos_id is not None else done
-            if bool(done.all()) or tokens.size(1) >= model.config.max_len:  # the context is full
-                break
-            logits = (model(nxt[:, None], cache) if use_cache else model(tokens))[:, -1]  # [B, V]
-    finally:
-        model.train(was_training)
-    return tokens
-
-
 def _check_sampling(temperature: float, top_k: int | None, top_p: float | None) -> None:
     check_float("temperature", temperature, 0)
     if top_k is not None:
@@ -128,7 +85,10 @@ def _check_sampling(temperature: float, top_k: int | None, top_p: float | None) 
         check_float("top_p", top_p, 0, 1, low_open=True)
 
 
-def _check_generate(model, prompt, max_new_tokens, temperature, top_k, top_p, eos_id) -> None:
+def _check_generate(
+    model, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, generator=None,
+    eos_id=None,
+) -> None:
     """Everything generate needs, checked before the first step, with what to do instead."""
     config = getattr(model, "config", None)
     if not (hasattr(model, "new_cache") and hasattr(config, "max_len") and hasattr(config, "pad_id")):
@@ -151,3 +111,46 @@ def _check_generate(model, prompt, max_new_tokens, temperature, top_k, top_p, eo
     _check_sampling(temperature, top_k, top_p)
     if eos_id is not None:
         check_int("eos_id", eos_id, low=0)
+
+
+@guarded(_check_generate)
+@torch.no_grad()
+def generate(
+    model: nn.Module,
+    prompt: Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    use_cache: bool = True,
+    generator: torch.Generator | None = None,
+    eos_id: int | None = None,
+) -> Tensor:
+    """Continue prompts [B, P] (left-padded with the model's pad_id) by up to N tokens; returns [B, P + N].
+
+    Greedy when ``temperature`` is 0; the pad id is never generated. ``generator`` seeds the sampling. With ``use_cache``
+    each step feeds only the newest token and reuses earlier keys and values; without it
+    the whole sequence runs again (the same numbers, slower). A row that has produced
+    ``eos_id`` is padded from then on; generation stops early once every row has, or when the
+    context (``max_len`` positions) is full.
+    """
+    pad_id = model.config.pad_id
+    was_training = model.training
+    model.eval()
+    try:
+        cache = model.new_cache() if use_cache else None
+        tokens, done = prompt, torch.zeros(prompt.size(0), dtype=torch.bool, device=prompt.device)
+        logits = model(prompt, cache)[:, -1]  # [B, V]
+        for _ in range(max_new_tokens):
+            logits[:, pad_id] = float("-inf")  # padding is layout, never a word to generate
+            probs = next_token_probs(logits, temperature, top_k, top_p)  # [B, V]
+            nxt = probs.argmax(-1) if temperature == 0 else torch.multinomial(probs, 1, generator=generator)[:, 0]
+            nxt = nxt.masked_fill(done, pad_id)  # [B]
+            tokens = torch.cat([tokens, nxt[:, None]], dim=1)  # [B, P + n]
+            done = done | (nxt == eos_id) if eos_id is not None else done
+            if bool(done.all()) or tokens.size(1) >= model.config.max_len:  # the context is full
+                break
+            logits = (model(nxt[:, None], cache) if use_cache else model(tokens))[:, -1]  # [B, V]
+    finally:
+        model.train(was_training)
+    return tokens

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .checks import check_int, check_tokens
+from .checks import check_int, check_tokens, guarded
 from .config import LanguageModelConfig
 from .encoder import Encoder
 from .model import Transformer
@@ -57,6 +57,35 @@ def lm_mask(real: Tensor, T: int) -> Tensor:
     return causal & real[:, None, None, :]  # [B, 1, T, L]
 
 
+def _check_cache(cache: LanguageModelCache | None, n_layers: int) -> int:
+    """None, or a cache made by this model's new_cache(); returns the position the new tokens start at."""
+    if cache is None:
+        return 0
+    if not isinstance(cache, LanguageModelCache):
+        raise TypeError(f"cache must be a LanguageModelCache from model.new_cache(), got {type(cache).__name__}.")
+    if len(cache.layers) != n_layers:
+        raise ValueError(f"the cache has {len(cache.layers)} layers but this model has {n_layers}: "
+                         "make it with this model's new_cache().")
+    return cache.length
+
+
+def _check_config(config: object) -> None:
+    if not isinstance(config, LanguageModelConfig):
+        raise TypeError(f"config must be a tx.LanguageModelConfig, got {type(config).__name__}.")
+
+
+def _check_forward(model: "LanguageModel", tokens: Tensor, cache: LanguageModelCache | None = None) -> None:
+    c = model.config
+    start = _check_cache(cache, c.n_layers)
+    check_tokens(tokens, c.vocab_size, c.max_len, "tokens", start)
+    if cache is not None and cache.real is not None and cache.real.size(0) != tokens.size(0):
+        raise ValueError(
+            f"the cache holds {cache.real.size(0)} sequences but tokens has "
+            f"{tokens.size(0)}; make a new cache with model.new_cache() for "
+            "a new batch."
+        )
+
+
 class LanguageModel(nn.Module):
     """Decoder-only Transformer: ``forward(tokens [B, T]) -> logits [B, T, V]`` for the next token at every position.
 
@@ -65,14 +94,12 @@ class LanguageModel(nn.Module):
     config says so). Build it with ``LanguageModel(LanguageModelConfig.small(V))``.
     """
 
+    @guarded(lambda self, config: _check_config(config))
     def __init__(self, config: LanguageModelConfig):
         super().__init__()
-        if not isinstance(config, LanguageModelConfig):
-            raise TypeError(f"config must be a tx.LanguageModelConfig, got {type(config).__name__}.")
         c = self.config = config
         self.embed = Embedding(c.vocab_size, c.d_model, c.max_len, c.dropout, c.positions, c.scale_embeddings)
-        self.layers = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
-                              c.attention_dropout, c.activation)
+        self.layers = Encoder(c)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)  # D -> logits over V
         self._init_weights()
         if c.tie_embeddings:  # one [V, D] matrix reads tokens in and scores them out
@@ -86,6 +113,7 @@ class LanguageModel(nn.Module):
                 nn.init.xavier_uniform_(p)
         nn.init.normal_(self.embed.token.weight, std=0.02)
 
+    @guarded(_check_forward)
     def forward(
         self, tokens: Tensor, cache: LanguageModelCache | None = None
     ) -> Tensor:
@@ -95,46 +123,18 @@ class LanguageModel(nn.Module):
         :meth:`new_cache`), ``tokens`` holds only what the cache has not
         seen, and the cache grows by T positions.
         """
-        c = self.config
-        start = _check_cache(cache, c.n_layers)
-        check_tokens(tokens, c.vocab_size, c.max_len, "tokens", start)
-        real = tokens != c.pad_id  # [B, T]
-        # [B, L - T]
-        past = (
-            cache.real
-            if cache is not None and cache.real is not None
-            else real[:, :0]
-        )
-        if past.size(0) != real.size(0):
-            raise ValueError(
-                f"the cache holds {past.size(0)} sequences but tokens has "
-                f"{real.size(0)}; make a new cache with model.new_cache() for "
-                "a new batch."
-            )
-        seen = torch.cat([past, real], dim=1)  # [B, L]
-        # [B, T]: real tokens before
-        positions = (past.sum(1, keepdim=True) + real.cumsum(1) - 1).clamp(
-            min=0
-        )
-        x = self._embed(tokens, positions)  # [B, T, D]
-        x = self.layers(
-            x,
-            lm_mask(seen, tokens.size(1)),
-            None if cache is None else cache.layers,
-        )
+        T = tokens.size(1)
+        real = tokens != self.config.pad_id  # [B, T]
+        past = None if cache is None else cache.real  # [B, L - T], or None before the first step
+        seen = real if past is None else torch.cat([past, real], dim=1)  # [B, L]
+        # a token's position: how many real tokens come before it
+        positions = (seen.long().cumsum(1) - 1)[:, -T:].clamp(min=0)  # [B, T]
+        x = self.embed(tokens, positions=positions)  # [B, T, D]
+        mask = lm_mask(seen, T)  # [B, 1, T, L]
+        x = self.layers(x, mask, None if cache is None else cache.layers)  # [B, T, D]
         if cache is not None:
             cache.real = seen
         return self.lm_head(x)  # [B, T, V]
-
-    def _embed(self, tokens: Tensor, positions: Tensor) -> Tensor:
-        """Token ids [B, T] at positions [B, T] -> [B, T, D], through the model's Embedding.
-
-        Embedding.forward takes one start for the whole batch; here every row has its own
-        positions (a left-padded row starts later), so the table is indexed per token.
-        """
-        e = self.embed
-        table = e.learned.table if e.learned is not None else e.pe  # [max_len, D]
-        return e.dropout(e.token(tokens) * e.scale + table[positions])  # [B, T, D]
 
     def new_cache(self, max_len: int | None = None) -> LanguageModelCache:
         """An empty key/value cache for generating up to ``max_len`` positions (default: the context)."""
@@ -147,15 +147,3 @@ class LanguageModel(nn.Module):
     # Both read only the attention modules' names, so the encoder-decoder's own methods serve here too.
     attention_layers = Transformer.attention_layers
     recording_attention = Transformer.recording_attention
-
-
-def _check_cache(cache: LanguageModelCache | None, n_layers: int) -> int:
-    """None, or a cache made by this model's new_cache(); returns the position the new tokens start at."""
-    if cache is None:
-        return 0
-    if not isinstance(cache, LanguageModelCache):
-        raise TypeError(f"cache must be a LanguageModelCache from model.new_cache(), got {type(cache).__name__}.")
-    if len(cache.layers) != n_layers:
-        raise ValueError(f"the cache has {len(cache.layers)} layers but this model has {n_layers}: "
-                         "make it with this model's new_cache().")
-    return cache.length

@@ -6,6 +6,9 @@ Axes: B batch, T sequence length, D d_model, F d_ff.
 - :class:`Residual`: a residual connection and LayerNorm around a sub-layer, post-LN as in
   the paper or pre-LN as in most models trained today.
 - :class:`Dropout`: inverted dropout, the same as ``nn.Dropout`` with a cheaper mask.
+
+Both layers take a :class:`~tx.config.LayerConfig` (any model's config is one), which
+checked its values when it was made.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 
-from .checks import check_bool, check_choice, check_float, check_int
+from .checks import check_float, guarded
+from .config import LayerConfig
 
-__all__ = ["FeedForward", "Residual", "Dropout"]
+__all__ = ["FeedForward", "Residual", "Dropout", "make_norm"]
 
 
 class Dropout(nn.Module):
@@ -28,9 +32,9 @@ class Dropout(nn.Module):
     at the book's size dropout masks are a fifth of a training step.
     """
 
+    @guarded(lambda self, p=0.1: check_float("dropout probability p", p, 0, 1, high_open=True))
     def __init__(self, p: float = 0.1):
         super().__init__()
-        check_float("dropout probability p", p, 0, 1, high_open=True)
         self.p = p
 
     def forward(self, x: Tensor) -> Tensor:
@@ -44,25 +48,24 @@ class Dropout(nn.Module):
         return f"p={self.p}"
 
 
-ACTIVATIONS = ("relu", "gelu")  # the paper's ReLU; GELU, as GPT-2, BERT and ViT use
+def make_norm(config: LayerConfig) -> nn.Module:
+    """The normalisation every layer and stack of ``config`` uses: LayerNorm over d_model."""
+    return nn.LayerNorm(config.d_model)
 
 
 class FeedForward(nn.Module):
     """Position-wise feed-forward network (paper 3.3): max(0, x W1 + b1) W2 +
     b2; [B, T, D] -> [B, T, D].
 
-    ``activation="gelu"`` swaps the ReLU for the smooth GELU of GPT-2 and ViT;
-    the weights (and so the parameter count) are the same either way.
+    ``config.activation="gelu"`` swaps the ReLU for the smooth GELU of GPT-2
+    and ViT; the weights (and so the parameter count) are the same either way.
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu"):
+    def __init__(self, config: LayerConfig):
         super().__init__()
-        check_int("d_model", d_model, low=1)
-        check_int("d_ff", d_ff, low=1)
-        check_choice("activation", activation, ACTIVATIONS)
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.activation = activation
+        self.linear1 = nn.Linear(config.d_model, config.d_ff)
+        self.linear2 = nn.Linear(config.d_ff, config.d_model)
+        self.activation = config.activation
 
     def forward(self, x: Tensor) -> Tensor:
         """Expand every position to d_ff, apply the activation, project back to
@@ -78,22 +81,19 @@ class FeedForward(nn.Module):
 class Residual(nn.Module):
     """A sub-layer wrapped in a residual connection and LayerNorm.
 
-    Post-LN (``norm_first=False``, the paper's section 3.1 and the default):
-    ``LayerNorm(x + Dropout(sublayer(x)))``. Pre-LN (``norm_first=True``, what
-    most models trained today use because it trains stably without warm-up):
-    ``x + Dropout(sublayer(LayerNorm(x)))``. Dropout sits where paper 5.4 puts
-    it: on the sub-layer's output, before it is added to the input.
+    Post-LN (``config.norm_first=False``, the paper's section 3.1 and the
+    default): ``LayerNorm(x + Dropout(sublayer(x)))``. Pre-LN
+    (``norm_first=True``, what most models trained today use because it trains
+    stably without warm-up): ``x + Dropout(sublayer(LayerNorm(x)))``. Dropout
+    sits where paper 5.4 puts it: on the sub-layer's output, before it is
+    added to the input.
     """
 
-    def __init__(
-        self, d_model: int, dropout: float = 0.1, norm_first: bool = False
-    ):
+    def __init__(self, config: LayerConfig):
         super().__init__()
-        check_int("d_model", d_model, low=1)
-        check_bool("norm_first", norm_first)
-        self.norm = nn.LayerNorm(d_model)
-        self.dropout = Dropout(dropout)
-        self.norm_first = norm_first
+        self.norm = make_norm(config)
+        self.dropout = Dropout(config.dropout)
+        self.norm_first = config.norm_first
 
     def forward(
         self, x: Tensor, sublayer: Callable[[Tensor], Tensor]

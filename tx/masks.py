@@ -13,25 +13,38 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .checks import check_int, check_tensor
+from .checks import check_int, check_tensor, guarded
 
 __all__ = ["causal_mask", "padding_mask", "check_mask"]
 
 
-def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
-    """Bool [T, T], True on and below the diagonal: position t may see
-    positions 0..t."""
+def _check_causal(T: int, device: torch.device | str | None = None, start: int = 0) -> None:
     check_int("T", T, low=1)
-    return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+    check_int("start", start, low=0)
 
 
+def _check_padding(tokens: Tensor, pad_id: int = 0) -> None:
+    check_tensor("tokens", tokens, dims=2)
+    check_int("pad_id", pad_id, low=0)
+
+
+@guarded(_check_causal)
+def causal_mask(T: int, device: torch.device | str | None = None, start: int = 0) -> Tensor:
+    """Bool [T, start + T], True on and below the diagonal: position t may see
+    positions 0..t.
+
+    ``start`` counts positions before these (decoding with a cache): query i
+    is position start + i and sees keys 0 .. start + i.
+    """
+    return torch.ones(T, start + T, dtype=torch.bool, device=device).tril(start)
+
+
+@guarded(_check_padding)
 def padding_mask(tokens: Tensor, pad_id: int = 0) -> Tensor:
     """Bool [B, 1, 1, S] from token ids [B, S]: True where the key is a real token, not padding.
 
     The two singleton axes broadcast over heads and query positions.
     """
-    check_tensor("tokens", tokens, dims=2)
-    check_int("pad_id", pad_id, low=0)
     return (tokens != pad_id)[:, None, None, :]  # [B, 1, 1, S]
 
 

@@ -9,34 +9,94 @@ work with any model that offers ``encode``, ``decode`` and ``new_cache``.
 
 from __future__ import annotations
 
-import dataclasses
 from contextlib import contextmanager
 from typing import Iterator
 
 import torch
 from torch import Tensor, nn
 
-from .checks import check_dtype, check_tensor, check_tokens
+from .checks import check_dtype, check_tensor, check_tokens, guarded
 from .config import TransformerConfig
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
-from .masks import padding_mask
+from .masks import causal_mask, padding_mask
 from .multi_head import MultiHeadAttention
 from .positional_encoding import Embedding
 
 __all__ = ["Transformer"]  # check_tokens, imported here from tx.checks, stays importable from tx.model
 
 
+# The checks, which guarded runs once per call before the computation.
+
+
+def _check_encode(model: "Transformer", src: Tensor) -> None:
+    cfg = model.config
+    check_tokens(src, cfg.src_vocab_size, cfg.max_len, "src")
+
+
 def _check_cache(cache: DecoderCache | None, n_layers: int) -> None:
     """None, or a DecoderCache with one pair of caches per decoder layer (from this model's new_cache)."""
-    if cache is None or (type(cache) is DecoderCache and len(cache.self_attn) == n_layers):
+    if cache is None:
         return
     if not isinstance(cache, DecoderCache):
         raise TypeError(f"cache must be a DecoderCache from model.new_cache(), got {type(cache).__name__}.")
-    raise ValueError(
-        f"the cache has {len(cache.self_attn)} decoder layers but this model has {n_layers}: "
-        "make it with this model's new_cache()."
-    )
+    if len(cache.self_attn) != n_layers:
+        raise ValueError(
+            f"the cache has {len(cache.self_attn)} decoder layers but this model has {n_layers}: "
+            "make it with this model's new_cache()."
+        )
+
+
+def _check_decode(
+    model: "Transformer", memory: Tensor, src: Tensor, tgt: Tensor, cache: DecoderCache | None = None
+) -> None:
+    """Target ids that fit the model (and the cache); memory [B, S, D] from ``src``, in the weights' dtype.
+
+    With a cache, its first step binds the memory to it; a later step with another memory is refused.
+    """
+    cfg = model.config
+    _check_cache(cache, cfg.n_layers)
+    start = cache.length if cache is not None else 0
+    check_tokens(tgt, cfg.tgt_vocab_size, cfg.max_len, "tgt", start)
+    check_tensor("memory", memory, dims=3, floating=True)
+    check_tensor("src", src, dims=2)
+    if memory.shape != (src.size(0), src.size(1), cfg.d_model) or tgt.size(0) != src.size(0):
+        raise ValueError(
+            f"memory must be model.encode(src), [B, S, D={cfg.d_model}], for the same B sentences "
+            f"as tgt: got memory {tuple(memory.shape)}, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}."
+        )
+    check_dtype("memory", memory, model.generator.weight)
+    if cache is not None:
+        own = cache.self_attn[0]
+        if start + tgt.size(1) > own.max_len:
+            raise ValueError(
+                f"the key/value cache holds {own.max_len} positions and step "
+                f"would reach {start + tgt.size(1)}; make the cache with a larger max_len."
+            )
+        cache.bind(memory)
+
+
+def _check_forward(model: "Transformer", src: Tensor, tgt: Tensor) -> None:
+    cfg = model.config
+    _check_encode(model, src)
+    check_tokens(tgt, cfg.tgt_vocab_size, cfg.max_len, "tgt")
+    if tgt.size(0) != src.size(0):
+        raise ValueError(
+            f"src and tgt must hold the same B sentences, one target a source: got src "
+            f"{tuple(src.shape)}, tgt {tuple(tgt.shape)}."
+        )
+
+
+def _check_config(model: "Transformer", config: TransformerConfig | None = None, *more: object, **sizes: object) -> None:
+    if more or (config is not None and not isinstance(config, TransformerConfig)):
+        raise TypeError(
+            f"Transformer takes a tx.TransformerConfig, or its fields as keywords "
+            f"(Transformer(src_vocab_size=..., tgt_vocab_size=..., d_model=...)); got {type(config).__name__} "
+            f"{config!r}{' and more' if more else ''} as positional arguments."
+        )
+
+
+# The model.
 
 
 class Transformer(nn.Module):
@@ -46,45 +106,30 @@ class Transformer(nn.Module):
     callers pass token ids only. Post-LN (the paper's arrangement) by default;
     ``norm_first=True`` gives pre-LN. ``share_embeddings=True`` ties the source embedding,
     the target embedding and the final linear layer's weights (paper 3.4).
-    Build it from sizes, or from a :class:`~tx.config.TransformerConfig` with :meth:`from_config`.
+    Build it from a :class:`~tx.config.TransformerConfig`, ``Transformer(config)``, or from
+    the config's fields as keywords, ``Transformer(src_vocab_size=100, tgt_vocab_size=120,
+    d_model=64)``; with both, the keywords change those fields of the config.
     """
 
-    def __init__(
-        self,
-        src_vocab_size: int,
-        tgt_vocab_size: int,
-        d_model: int = 512,
-        n_heads: int = 8,
-        n_layers: int = 6,
-        d_ff: int = 2048,
-        dropout: float = 0.1,
-        max_len: int = 256,
-        pad_id: int = 0,
-        share_embeddings: bool = False,
-        norm_first: bool = False,
-        attention_dropout: float = 0.0,
-    ):
+    @guarded(_check_config)
+    def __init__(self, config: TransformerConfig | None = None, **sizes: object):
         super().__init__()
-        cfg = TransformerConfig(
-            src_vocab_size, tgt_vocab_size, d_model, n_heads, n_layers, d_ff, dropout,
-            max_len, pad_id, share_embeddings, norm_first, attention_dropout,
-        )
+        cfg = TransformerConfig(**sizes) if config is None else config.replace(**sizes)
         self.config = cfg
-        layer_args = (cfg.n_layers, d_model, n_heads, d_ff, dropout, norm_first, attention_dropout)
-        self.src_embed = Embedding(src_vocab_size, d_model, max_len, dropout)
-        self.tgt_embed = Embedding(tgt_vocab_size, d_model, max_len, dropout)
-        self.encoder = Encoder(*layer_args)
-        self.decoder = Decoder(*layer_args)
-        self.generator = nn.Linear(d_model, tgt_vocab_size)  # the final linear layer: D -> logits over V
+        self.src_embed = Embedding(cfg.src_vocab_size, cfg.d_model, cfg.max_len, cfg.dropout)
+        self.tgt_embed = Embedding(cfg.tgt_vocab_size, cfg.d_model, cfg.max_len, cfg.dropout)
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg)
+        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)  # the final linear layer: D -> logits over V
         self._init_weights()
-        if share_embeddings:
+        if cfg.share_embeddings:
             self.tgt_embed.token.weight = self.src_embed.token.weight
             self.generator.weight = self.src_embed.token.weight
 
     @classmethod
     def from_config(cls, config: TransformerConfig) -> "Transformer":
-        """Build a model from a :class:`~tx.config.TransformerConfig` (for example ``TransformerConfig.small(...)``)."""
-        return cls(**dataclasses.asdict(config))
+        """``Transformer(config)``, by name."""
+        return cls(config)
 
     def _init_weights(self) -> None:
         # Xavier keeps activations' variance steady through the linear layers; embeddings
@@ -95,13 +140,19 @@ class Transformer(nn.Module):
         for emb in (self.src_embed.token, self.tgt_embed.token):
             nn.init.normal_(emb.weight, std=self.config.d_model**-0.5)
 
+    @guarded(_check_forward)
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Teacher forcing: logits [B, T, V] for every target position at once."""
+        return self.decode(self.encode(src), src, tgt)
+
+    @guarded(_check_encode)
     def encode(self, src: Tensor) -> Tensor:
         """Source ids [B, S] -> memory [B, S, D], the vectors every decoder layer
         attends to."""
-        cfg = self.config
-        check_tokens(src, cfg.src_vocab_size, cfg.max_len, "src")
-        return self.encoder(self.src_embed(src), padding_mask(src, cfg.pad_id))
+        src_mask = padding_mask(src, self.config.pad_id)  # [B, 1, 1, S]
+        return self.encoder(self.src_embed(src), src_mask)  # [B, S, D]
 
+    @guarded(_check_decode)
     def decode(
         self,
         memory: Tensor,
@@ -116,55 +167,26 @@ class Transformer(nn.Module):
         ``tgt`` holds only the tokens the cache has not seen yet, usually one;
         earlier keys and values come from the cache.
         """
-        cfg = self.config
-        _check_cache(cache, cfg.n_layers)
-        start = cache.length if cache is not None else 0
-        check_tokens(tgt, cfg.tgt_vocab_size, cfg.max_len, "tgt", start)
-        self._check_memory(memory, src, tgt, cache)
-        if cache is not None:
-            cache.bind(memory)
-        T = tgt.size(1)
-        if cache is not None and T == 1:
-            # one new token may see every position the cache holds
-            tgt_mask = None
-        # target position start + i sees positions 0 .. start + i (the causal
-        # mask when start = 0)
-        else:
-            tgt_mask = torch.ones(
-                T, start + T, dtype=torch.bool, device=tgt.device
-            ).tril(start)
-        if cache is None:
-            src_mask = padding_mask(src, cfg.pad_id)
-        else:  # the source stays the same at every step: build its mask once
-            if cache.src_mask is None:
-                cache.src_mask = padding_mask(src, cfg.pad_id)
-            src_mask = cache.src_mask
-        x = self.decoder(
-            self.tgt_embed(tgt, start), memory, src_mask, tgt_mask, cache
-        )
+        start = 0 if cache is None else cache.length  # positions decoded before tgt
+        src_mask, tgt_mask = self._masks(src, tgt, start, cache)
+        x = self.tgt_embed(tgt, start)  # [B, T, D]
+        x = self.decoder(x, memory, src_mask, tgt_mask, cache)  # [B, T, D]
         return self.generator(x)  # [B, T, V]
 
-    def _check_memory(self, memory: Tensor, src: Tensor, tgt: Tensor, cache: DecoderCache | None) -> None:
-        """memory [B, S, D] must come from ``src`` [B, S], match ``tgt`` [B, T] and the weights' dtype."""
-        try:  # the quick test first: this runs at every decoding step
-            (B, S, D), (Bs, Ss), Bt = memory.shape, src.shape, tgt.size(0)
-            # After the first step the cache holds this very memory, its dtype checked then.
-            if B == Bs == Bt and S == Ss and D == self.config.d_model and cache is not None and memory is cache.memory:
-                return
-        except (AttributeError, ValueError):
-            pass  # not tensors, or the wrong number of axes: the checks below say which
-        check_tensor("memory", memory, dims=3, floating=True)
-        check_tensor("src", src, dims=2)
-        if memory.shape != (src.size(0), src.size(1), self.config.d_model) or tgt.size(0) != src.size(0):
-            raise ValueError(
-                f"memory must be model.encode(src), [B, S, D={self.config.d_model}], for the same B sentences "
-                f"as tgt: got memory {tuple(memory.shape)}, src {tuple(src.shape)}, tgt {tuple(tgt.shape)}."
-            )
-        check_dtype("memory", memory, self.generator.weight)
+    def _masks(
+        self, src: Tensor, tgt: Tensor, start: int, cache: DecoderCache | None
+    ) -> tuple[Tensor, Tensor | None]:
+        """The source's padding mask [B, 1, 1, S] and the causal mask [T, start + T].
 
-    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
-        """Teacher forcing: logits [B, T, V] for every target position at once."""
-        return self.decode(self.encode(src), src, tgt)
+        Decoding with a cache, the padding mask is built once per sentence, and one new
+        token needs no causal mask: it may see every position the cache holds.
+        """
+        if cache is None:
+            return padding_mask(src, self.config.pad_id), causal_mask(tgt.size(1), tgt.device)
+        if cache.src_mask is None:
+            cache.src_mask = padding_mask(src, self.config.pad_id)
+        T = tgt.size(1)
+        return cache.src_mask, None if T == 1 else causal_mask(T, tgt.device, start)
 
     def new_cache(self, max_len: int | None = None) -> DecoderCache:
         """An empty key/value cache for incremental decoding of up to ``max_len`` target positions."""

@@ -15,30 +15,75 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import attention
-from .checks import check_dtype, check_float, check_heads, check_int, check_tensor
+from .checks import check_dtype, check_float, check_heads, check_int, check_tensor, guarded
 from .masks import check_mask
 
 __all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "KVCache"]
 
 
-def split_heads(x: Tensor, n_heads: int) -> Tensor:
-    """[B, T, D] -> [B, H, T, Dh]: give every head its own slice of the features."""
-    _check_split(x, n_heads)
-    B, T, D = x.shape
-    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)  # [B, H, T, Dh]
+# The checks, which guarded runs once per call before the computation.
 
 
 def _check_split(x: Tensor, n_heads: int) -> None:
-    """x is [B, T, D] with D divisible by n_heads (a quick test first: this runs at every decoding step)."""
-    if isinstance(x, Tensor) and x.dim() == 3 and type(n_heads) is int and n_heads > 0 and x.size(-1) % n_heads == 0:
-        return
     check_tensor("x", x, dims=3)
     check_heads(x.size(-1), n_heads)
 
 
+def _check_merge(x: Tensor) -> None:
+    check_tensor("x", x, dims=4)
+
+
+def _check_update(cache: "KVCache", k: Tensor, v: Tensor) -> None:
+    end = cache.length + k.size(2)
+    if not cache.static and end > cache.max_len:
+        raise ValueError(
+            f"the key/value cache holds {cache.max_len} positions and step "
+            f"would reach {end}; make the cache with a larger max_len."
+        )
+
+
+def _check_sizes(mha: "MultiHeadAttention", d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+    check_heads(d_model, n_heads)
+    check_float("dropout", dropout, 0, 1, high_open=True)
+
+
+def _check_inputs(
+    mha: "MultiHeadAttention", query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+    need_weights: bool = False, cache: "KVCache | None" = None,
+) -> None:
+    """query [B, Tq, D], key and value [B, Tk, D] with D = d_model, of the weights' dtype; a mask that fits."""
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_tensor(name, x, dims=3, floating=True)
+        if x.size(-1) != mha.d_model:
+            raise ValueError(f"{name} must have d_model={mha.d_model} features, got shape {tuple(x.shape)}.")
+    if key.shape[:2] != value.shape[:2] or key.size(0) != query.size(0):
+        raise ValueError(
+            "query [B, Tq, D], key [B, Tk, D] and value [B, Tk, D] must share B, and key and value "
+            f"Tk (one value per key): got query {tuple(query.shape)}, key {tuple(key.shape)}, "
+            f"value {tuple(value.shape)}."
+        )
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_dtype(name, x, mha.w_q.weight, "the attention layer")
+    if cache is not None:
+        _check_update(cache, key[:, None], value[:, None])  # [B, 1, Tk, D]: the positions it would add
+    if mask is not None:
+        Tk = key.size(1) if cache is None else cache.k.size(2) if cache.filled else cache.length + key.size(1)
+        check_mask(mask, (query.size(0), mha.n_heads, query.size(1), Tk))
+
+
+# The computation.
+
+
+@guarded(_check_split)
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """[B, T, D] -> [B, H, T, Dh]: give every head its own slice of the features."""
+    B, T, D = x.shape
+    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)  # [B, H, T, Dh]
+
+
+@guarded(_check_merge)
 def merge_heads(x: Tensor) -> Tensor:
     """[B, H, T, Dh] -> [B, T, H*Dh]: concatenate the heads' outputs position by position."""
-    check_tensor("x", x, dims=4)
     B, H, T, Dh = x.shape
     return x.transpose(1, 2).reshape(B, T, H * Dh)  # [B, T, D]
 
@@ -67,6 +112,7 @@ class KVCache:
         """True once a static cache holds the memory's keys and values."""
         return self.static and self.k is not None
 
+    @guarded(_check_update)
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store new keys/values [B, H, t, Dh]; return every key/value seen so
         far."""
@@ -78,11 +124,6 @@ class KVCache:
             self.k = k.new_empty(B, H, self.max_len, Dh)
             self.v = v.new_empty(B, H, self.max_len, v.size(-1))
         end = self.length + k.size(2)
-        if end > self.max_len:
-            raise ValueError(
-                f"the key/value cache holds {self.max_len} positions and step "
-                f"would reach {end}; make the cache with a larger max_len."
-            )
         self.k[:, :, self.length : end] = k
         self.v[:, :, self.length : end] = v
         self.length = end
@@ -93,18 +134,6 @@ class KVCache:
         if self.k is not None:
             self.k = self.k.index_select(0, index)
             self.v = self.v.index_select(0, index)
-
-
-def _fits(query: Tensor, key: Tensor, value: Tensor, d_model: int) -> bool:
-    """The quick test behind MultiHeadAttention._check_inputs: True when every shape and dtype is right."""
-    try:
-        (B, _, Dq), (Bk, Tk, Dk), (Bv, Tv, Dv) = query.shape, key.shape, value.shape
-    except (AttributeError, ValueError):  # not tensors, or not 3-D
-        return False
-    return (
-        B == Bk == Bv and Tk == Tv and Dq == Dk == Dv == d_model
-        and query.is_floating_point() and key.is_floating_point() and value.is_floating_point()
-    )
 
 
 class MultiHeadAttention(nn.Module):
@@ -120,10 +149,9 @@ class MultiHeadAttention(nn.Module):
     do not fire there: hook the attention module itself.
     """
 
+    @guarded(_check_sizes)
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
         super().__init__()
-        check_heads(d_model, n_heads)
-        check_float("dropout", dropout, 0, 1, high_open=True)
         self.d_model, self.n_heads, self.dropout = d_model, n_heads, dropout
         self.w_q = nn.Linear(d_model, d_model)  # the H query projections W^Q_i, side by side
         self.w_k = nn.Linear(d_model, d_model)
@@ -132,6 +160,7 @@ class MultiHeadAttention(nn.Module):
         self.record = False  # keep attention weights on every call (see Transformer.recording_attention)
         self.attention_weights: Tensor | None = None
 
+    @guarded(_check_inputs)
     def forward(
         self,
         query: Tensor,
@@ -142,80 +171,61 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
     ) -> Tensor:
         """Attend from ``query`` to ``key``/``value``; returns [B, Tq, D]."""
-        H = self.n_heads
-        self._check_inputs(query, key, value)
-        try:
-            # [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]
-            q, k, v = self._project(query, key, value, cache)
-        except RuntimeError:
-            self._explain_dtypes(query, key, value)
-            raise
-        if mask is not None:
-            check_mask(mask, (q.size(0), H, q.size(2), k.size(2)))
-        p = self.dropout if self.training else 0.0
-        if need_weights or self.record:
-            # [B, H, Tq, Dh], [B, H, Tq, Tk]
-            z, weights = attention(q, k, v, mask, dropout_p=p)
-            self.attention_weights = weights.detach()
-        else:
-            z = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=p
-            )
+        # 1. Project: every head gets its own queries, keys and values.
+        q, k, v = self.project(query, key, value, cache)  # [B, H, Tq, Dh], [B, H, Tk, Dh] x 2
+        # 2. Attend: scaled dot-product attention in all heads at once.
+        z = self.attend(q, k, v, mask, need_weights)  # [B, H, Tq, Dh]
+        # 3. Concatenate the heads and mix them with W^O.
         return self.w_o(merge_heads(z))  # [B, Tq, D]
 
-    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
-        """query [B, Tq, D], key and value [B, Tk, D], D = d_model: shapes only, so it costs next to nothing."""
-        if _fits(query, key, value, self.d_model):
-            return
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            check_tensor(name, x, dims=3, floating=True)
-            if x.size(-1) != self.d_model:
-                raise ValueError(f"{name} must have d_model={self.d_model} features, got shape {tuple(x.shape)}.")
-        if key.shape[:2] != value.shape[:2] or key.size(0) != query.size(0):
-            raise ValueError(
-                "query [B, Tq, D], key [B, Tk, D] and value [B, Tk, D] must share B, and key and value "
-                f"Tk (one value per key): got query {tuple(query.shape)}, key {tuple(key.shape)}, "
-                f"value {tuple(value.shape)}."
-            )
-
-    def _explain_dtypes(self, query: Tensor, key: Tensor, value: Tensor) -> None:
-        """After a failed projection: a TypeError naming the input whose dtype differs from the weights', if one does.
-
-        Such inputs fail in the first matrix product, before the cache is touched, so right
-        inputs pay nothing for this check.
-        """
-        try:
-            for name, x in (("query", query), ("key", key), ("value", value)):
-                check_dtype(name, x, self.w_q.weight, "the attention layer")
-        except TypeError as clear:
-            raise clear from None
-
-    def _project(
-        self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None
+    def project(
+        self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None = None
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Q [B, H, Tq, Dh] and K, V [B, H, Tk, Dh]: projected by W^Q, W^K, W^V and split into heads.
+        """Q = query W^Q, K = key W^K, V = value W^V, each split into H heads.
 
-        When inputs coincide (self-attention, or keys and values from the same memory) the
-        matrices are stacked so that one larger matrix multiply replaces two or three; its
-        output splits into 3H (or 2H) heads, the first H of them the queries'. With a cache,
-        K and V also hold every earlier position's keys and values.
+        Returns [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]. With a cache, K and V also
+        hold every earlier position's keys and values.
         """
         H = self.n_heads
-        if cache is not None and cache.filled:  # cross-attention: memory projected once per sentence
+        if cache is not None and cache.filled:  # cross-attention: the memory was projected at step 1
             return split_heads(self.w_q(query), H), cache.k, cache.v
-        if query is key and key is value:  # self-attention
-            w, b = self._stacked(cache, self.w_q, self.w_k, self.w_v)  # [3D, D], [3D]
-            qkv = split_heads(F.linear(query, w, b), 3 * H)  # [B, 3H, T, Dh]
-            q, k, v = qkv.chunk(3, dim=1)  # each [B, H, T, Dh]
-        elif key is value:  # keys and values from the same memory
-            w, b = self._stacked(cache, self.w_k, self.w_v)  # [2D, D], [2D]
-            k, v = split_heads(F.linear(key, w, b), 2 * H).chunk(2, dim=1)  # each [B, H, Tk, Dh]
-            q = split_heads(self.w_q(query), H)  # [B, H, Tq, Dh]
-        else:
-            q, k, v = (split_heads(w(x), H) for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+        q, k, v = self._project_stacked(query, key, value, cache)
         if cache is not None:
             k, v = cache.update(k, v)
         return q, k, v
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool = False) -> Tensor:
+        """Scaled dot-product attention in every head: [B, H, Tq, Dh].
+
+        :func:`tx.attention` when the weights are wanted (kept in ``attention_weights`` for
+        figures); otherwise torch's fused kernel, which computes the same numbers faster.
+        """
+        p = self.dropout if self.training else 0.0
+        if need_weights or self.record:
+            z, weights = attention(q, k, v, mask, dropout_p=p)  # [B, H, Tq, Dh], [B, H, Tq, Tk]
+            self.attention_weights = weights.detach()
+            return z
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+
+    def _project_stacked(
+        self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """The projections of :meth:`project`, with one matrix multiply where inputs coincide.
+
+        Self-attention (query, key and value the same tensor) stacks W^Q, W^K and W^V into
+        one [3D, D] matrix, whose output splits into 3H heads, the first H of them the
+        queries'; keys and values from the same memory stack two. The same arithmetic as
+        three products, in one larger one.
+        """
+        H = self.n_heads
+        if query is key and key is value:  # self-attention
+            w, b = self._stacked(cache, self.w_q, self.w_k, self.w_v)  # [3D, D], [3D]
+            return split_heads(F.linear(query, w, b), 3 * H).chunk(3, dim=1)  # each [B, H, T, Dh]
+        if key is value:  # keys and values from the same memory
+            w, b = self._stacked(cache, self.w_k, self.w_v)  # [2D, D], [2D]
+            k, v = split_heads(F.linear(key, w, b), 2 * H).chunk(2, dim=1)  # each [B, H, Tk, Dh]
+            return split_heads(self.w_q(query), H), k, v
+        return tuple(split_heads(w(x), H) for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
 
     def _stacked(self, cache: KVCache | None, *layers: nn.Linear) -> tuple[Tensor, Tensor]:
         """The layers' weights [n*D, D] and biases [n*D], stacked.

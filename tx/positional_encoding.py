@@ -19,45 +19,18 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .checks import check_bool, check_choice, check_int, check_tokens
+from .checks import check_bool, check_choice, check_int, check_tensor, check_tokens, guarded
+from .config import POSITIONS
 from .layers import Dropout
 
 __all__ = ["positional_encoding", "LearnedPositions", "Embedding"]
 
-POSITIONS = ("sinusoidal", "learned")  # the paper's fixed table, or one trained with the model
 
-
-def positional_encoding(max_len: int, d_model: int) -> Tensor:
-    """The paper's sinusoidal table [max_len, d_model], sines on even and cosines on odd dimensions."""
+def _check_table(max_len: int, d_model: int) -> None:
     check_int("max_len", max_len, low=1)
     check_int("d_model", d_model, low=2)
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even to pair sines with cosines, got {d_model}.")
-    pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # [L, 1]
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # [D/2]: the even dimensions 2i
-    angle = pos / 10000 ** (two_i / d_model)  # [L, D/2]
-    pe = torch.empty(max_len, d_model)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle)
-    return pe  # [L, D]
-
-
-class LearnedPositions(nn.Module):
-    """A trained table of position vectors [L, D], one row a position (GPT-2, BERT, ViT); T -> [T, D].
-
-    Rows start small (normal, std 0.02, as GPT-2 initialises them) and are learned with the rest.
-    """
-
-    def __init__(self, max_len: int, d_model: int):
-        super().__init__()
-        check_int("max_len", max_len, low=1)
-        check_int("d_model", d_model, low=1)
-        self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)  # [L, D]
-
-    def forward(self, length: int, start: int = 0) -> Tensor:
-        """The rows of positions start .. start+length-1: [T, D]."""
-        check_rows(start, length, self.table.size(0))
-        return self.table[start : start + length]  # [T, D]
 
 
 def check_rows(start: int, length: int, rows: int) -> None:
@@ -67,6 +40,68 @@ def check_rows(start: int, length: int, rows: int) -> None:
             f"positions {start}..{start + length - 1} are past the positional table's {rows} rows; "
             "shorten the sequence or build the model with a larger max_len."
         )
+
+
+def _check_embedding(
+    embedding: "Embedding", tokens: Tensor, start: int = 0, positions: Tensor | None = None
+) -> None:
+    """Token ids [B, T] of the vocabulary at positions inside the table."""
+    rows, vocab = embedding.max_len, embedding.token.num_embeddings
+    if positions is None:
+        if isinstance(tokens, Tensor) and tokens.dim() == 2:
+            check_rows(start, tokens.size(1), rows)
+        check_tokens(tokens, vocab, rows, "tokens", start)
+        return
+    check_tokens(tokens, vocab, rows, "tokens")
+    check_tensor("positions", positions, dims=2)
+    if positions.shape != tokens.shape or int(positions.min()) < 0 or int(positions.max()) >= rows:
+        raise ValueError(
+            f"positions must give every token of tokens {tuple(tokens.shape)} a row of the positional "
+            f"table (0..{rows - 1}); got shape {tuple(positions.shape)}."
+        )
+
+
+@guarded(_check_table)
+def positional_encoding(max_len: int, d_model: int) -> Tensor:
+    """The paper's sinusoidal table [max_len, d_model], sines on even and cosines on odd dimensions."""
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # [L, 1]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # [D/2]: the even dimensions 2i
+    angle = pos / 10000 ** (two_i / d_model)  # [L, D/2]
+    pe = torch.empty(max_len, d_model)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe  # [L, D]
+
+
+def _check_learned(max_len: int, d_model: int) -> None:
+    check_int("max_len", max_len, low=1)
+    check_int("d_model", d_model, low=1)
+
+
+class LearnedPositions(nn.Module):
+    """A trained table of position vectors [L, D], one row a position (GPT-2, BERT, ViT); T -> [T, D].
+
+    Rows start small (normal, std 0.02, as GPT-2 initialises them) and are learned with the rest.
+    """
+
+    @guarded(lambda self, max_len, d_model: _check_learned(max_len, d_model))
+    def __init__(self, max_len: int, d_model: int):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)  # [L, D]
+
+    @guarded(lambda self, length, start=0: check_rows(start, length, self.table.size(0)))
+    def forward(self, length: int, start: int = 0) -> Tensor:
+        """The rows of positions start .. start+length-1: [T, D]."""
+        return self.table[start : start + length]  # [T, D]
+
+
+def _check_sizes(
+    embedding: "Embedding", vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1,
+    positions: str = "sinusoidal", scale: bool = True,
+) -> None:
+    check_int("vocab_size", vocab_size, low=1)
+    check_choice("positions", positions, POSITIONS)
+    check_bool("scale", scale)
 
 
 class Embedding(nn.Module):
@@ -80,6 +115,7 @@ class Embedding(nn.Module):
     does.
     """
 
+    @guarded(_check_sizes)
     def __init__(
         self,
         vocab_size: int,
@@ -90,9 +126,6 @@ class Embedding(nn.Module):
         scale: bool = True,
     ):
         super().__init__()
-        check_int("vocab_size", vocab_size, low=1)
-        check_choice("positions", positions, POSITIONS)
-        check_bool("scale", scale)
         self.token = nn.Embedding(vocab_size, d_model)
         self.scale = math.sqrt(d_model) if scale else 1.0
         self.dropout = Dropout(dropout)
@@ -111,31 +144,19 @@ class Embedding(nn.Module):
         )
         self.register_buffer("pe", pe, persistent=False)
 
-    def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
-        """Tokens [B, T] at positions start .. start+T-1 -> [B, T, D]."""
+    @guarded(_check_embedding)
+    def forward(
+        self, tokens: Tensor, start: int = 0, positions: Tensor | None = None
+    ) -> Tensor:
+        """Tokens [B, T] at positions start .. start+T-1 -> [B, T, D].
+
+        ``positions`` [B, T] gives every token its own position instead (a
+        language model's left-padded rows start at different places).
+        """
         T = tokens.size(1)
-        check_rows(start, T, self.max_len)
-        # [T, D]
-        where = (
-            self.pe[start : start + T]
-            if self.learned is None
-            else self.learned(T, start)
-        )
-        try:
-            vectors = self.token(tokens)  # [B, T, D]
-        except (IndexError, RuntimeError):
-            # On the CPU torch refuses a bad id or id type before computing
-            # anything. Only then are the ids checked, to say which one is
-            # wrong and what to do, so correct input pays for no check.
-            try:
-                check_tokens(
-                    tokens,
-                    self.token.num_embeddings,
-                    self.max_len,
-                    "tokens",
-                    start,
-                )
-            except (TypeError, ValueError) as clear:
-                raise clear from None
-            raise
-        return self.dropout(vectors * self.scale + where)  # [B, T, D]
+        table = self.pe if self.learned is None else self.learned.table  # [L, D]
+        if positions is None:
+            where = table[start : start + T]  # [T, D]
+        else:
+            where = table[positions]  # [B, T, D]
+        return self.dropout(self.token(tokens) * self.scale + where)  # [B, T, D]

@@ -14,7 +14,6 @@ chapter 7 reads the sequence; a linear head turns [CLS]'s output into class logi
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, NamedTuple
@@ -23,9 +22,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_bool, check_choice, check_dtype, check_float, check_heads, check_int, check_tensor
+from .checks import check_choice, check_dtype, check_float, check_int, check_tensor, guarded
+from .config import POSITIONS as TABLES
+from .config import LayerConfig
 from .encoder import Encoder
-from .layers import ACTIVATIONS, Dropout
+from .layers import Dropout
 from .positional_encoding import LearnedPositions, positional_encoding
 from .progress import progress_bar
 from .training_record import recorded
@@ -35,20 +36,17 @@ __all__ = [
     "classification_loss", "accuracy", "predict", "fit_classifier",
 ]
 
-POSITIONS = ("learned", "sinusoidal", "none")  # ViT's trained table, tx's sinusoids, or none at all
+POSITIONS = (*TABLES, "none")  # tx's sinusoids, ViT's trained table, or none at all
 
 
 def _check_images(images: Tensor, name: str = "images") -> None:
     check_tensor(name, images, dims=4, floating=True)
 
 
-def patchify(images: Tensor, patch_size: int) -> Tensor:
-    """Cut images [B, C, Hi, Wi] into P x P patches, row by row: [B, N, C*P*P],
-    each patch flattened channel-first."""
+def _check_patchify(images: Tensor, patch_size: int) -> None:
     _check_images(images)
     check_int("patch_size", patch_size, low=1)
-    B, C, Hi, Wi = images.shape
-    P = patch_size
+    Hi, Wi, P = images.size(2), images.size(3), patch_size
     if Hi % P or Wi % P:
         raise ValueError(
             f"an image of {Hi}x{Wi} pixels does not split into {P}x{P} "
@@ -56,6 +54,14 @@ def patchify(images: Tensor, patch_size: int) -> Tensor:
             "Choose a patch_size that divides both, or crop or pad the "
             "images."
         )
+
+
+@guarded(_check_patchify)
+def patchify(images: Tensor, patch_size: int) -> Tensor:
+    """Cut images [B, C, Hi, Wi] into P x P patches, row by row: [B, N, C*P*P],
+    each patch flattened channel-first."""
+    B, C, Hi, Wi = images.shape
+    P = patch_size
     # [B, C, rows, P, cols, P]
     x = images.reshape(B, C, Hi // P, P, Wi // P, P)
     x = x.permute(0, 2, 4, 1, 3, 5)  # [B, rows, cols, C, P, P]
@@ -80,9 +86,12 @@ def unpatchify(patches: Tensor, patch_size: int, height: int, width: int) -> Ten
     return x.permute(0, 3, 1, 4, 2, 5).reshape(B, C, height, width)  # [B, C, Hi, Wi]
 
 
-@dataclass(frozen=True)
-class VisionConfig:
-    """Every size and switch of a :class:`VisionTransformer`. Presets: :meth:`digits`, :meth:`vit_b16`."""
+@dataclass(frozen=True, kw_only=True)
+class VisionConfig(LayerConfig):
+    """Every size and switch of a :class:`VisionTransformer`. Presets: :meth:`digits`, :meth:`vit_b16`.
+
+    Its defaults are the book's digits model with ViT's choices (pre-LN, GELU, learned positions).
+    """
 
     image_size: int = 8  #: height and width of the (square) images, in pixels
     patch_size: int = 2  #: side of a square patch; image_size must be a multiple of it
@@ -92,21 +101,15 @@ class VisionConfig:
     n_heads: int = 4  #: attention heads; each works in d_model / n_heads dimensions
     n_layers: int = 2  #: encoder layers
     d_ff: int = 128  #: hidden width of the feed-forward network
-    dropout: float = 0.1  #: on the embedded sequence and on sub-layer outputs
-    attention_dropout: float = 0.0  #: on attention weights
     positions: str = "learned"  #: "learned" as in ViT, "sinusoidal" as in the paper, or "none"
     norm_first: bool = True  #: pre-LN with a final LayerNorm, as ViT; False = the paper's post-LN
     activation: str = "gelu"  #: ViT's GELU, or the paper's "relu"
 
     def __post_init__(self) -> None:
-        for name in ("image_size", "patch_size", "channels", "n_classes", "n_layers", "d_ff"):
+        for name in ("image_size", "patch_size", "channels", "n_classes"):
             check_int(name, getattr(self, name), low=1)
-        check_heads(self.d_model, self.n_heads)
-        check_float("dropout", self.dropout, 0, 1, high_open=True)
-        check_float("attention_dropout", self.attention_dropout, 0, 1, high_open=True)
+        super().__post_init__()
         check_choice("positions", self.positions, POSITIONS)
-        check_choice("activation", self.activation, ACTIVATIONS)
-        check_bool("norm_first", self.norm_first)
         if self.image_size % self.patch_size:
             raise ValueError(
                 f"image_size={self.image_size} is not a multiple of patch_size={self.patch_size}: the patches "
@@ -132,9 +135,42 @@ class VisionConfig:
                      n_layers=12, d_ff=3072, dropout=0.1)
         return cls(**{**sizes, **overrides})
 
-    def replace(self, **changes: Any) -> "VisionConfig":
-        """A copy with some fields changed."""
-        return dataclasses.replace(self, **changes)
+
+def _check_config(config: object, sizes: dict[str, Any]) -> None:
+    if config is not None and sizes:
+        raise TypeError("give a VisionConfig or its fields as keywords, not both: config.replace(...) changes a few.")
+    if config is not None and not isinstance(config, VisionConfig):
+        raise TypeError(f"config must be a tx.vision.VisionConfig, got {type(config).__name__}.")
+
+
+def _check_images_fit(model: "VisionTransformer", images: Tensor) -> None:
+    _check_images(images)
+    check_dtype("images", images, model.patch_embedding.weight)
+    c = model.config
+    if images.size(1) != c.channels:
+        raise ValueError(
+            f"the model reads images with {c.channels} channel(s) ([B, {c.channels}, H, W]), got shape "
+            f"{tuple(images.shape)}. Convert the images (e.g. grey to colour), or build the model with "
+            f"channels={images.size(1)}."
+        )
+    if images.shape[2:] != (c.image_size, c.image_size):
+        raise ValueError(
+            f"the model reads {c.image_size}x{c.image_size} images (its positional table has one row per patch), "
+            f"got {images.size(2)}x{images.size(3)}. Resize the images or build the model for their size."
+        )
+
+
+
+def _check_patches(model: "VisionTransformer", patches: Tensor) -> None:
+    check_tensor("patches", patches, dims=3, floating=True)
+    check_dtype("patches", patches, model.patch_embedding.weight)
+    c = model.config
+    N, K = c.n_patches, c.channels * c.patch_size**2
+    if patches.size(1) > N or patches.size(2) != K:
+        raise ValueError(
+            f"the model reads at most {N} patches of {K} numbers ([B, N, {K}]), got shape "
+            f"{tuple(patches.shape)}. Cut the images with patchify(images, {c.patch_size})."
+        )
 
 
 class VisionTransformer(nn.Module):
@@ -144,14 +180,10 @@ class VisionTransformer(nn.Module):
     patch_size=..., ...)`` with its fields (the rest keep :meth:`VisionConfig.digits`'s values).
     """
 
+    @guarded(lambda self, config=None, **sizes: _check_config(config, sizes))
     def __init__(self, config: VisionConfig | None = None, **sizes: Any):
         super().__init__()
-        if config is not None and sizes:
-            raise TypeError("give a VisionConfig or its fields as keywords, not both: config.replace(...) changes a few.")
-        config = VisionConfig(**sizes) if config is None else config
-        if not isinstance(config, VisionConfig):
-            raise TypeError(f"config must be a tx.vision.VisionConfig, got {type(config).__name__}.")
-        c = self.config = config
+        c = self.config = VisionConfig(**sizes) if config is None else config
         K, L = c.channels * c.patch_size**2, c.n_patches + 1
         self.patch_embedding = nn.Linear(K, c.d_model)  # the same matrix for every patch, as for every word
         self.cls_token = nn.Parameter(torch.zeros(1, 1, c.d_model))  # [1, 1, D], learned; ViT starts it at 0
@@ -159,24 +191,23 @@ class VisionTransformer(nn.Module):
         table = positional_encoding(L, c.d_model) if c.positions == "sinusoidal" else None
         self.register_buffer("pe", table, persistent=False)  # [L, D] fixed sinusoids, or None
         self.dropout = Dropout(c.dropout)
-        self.encoder = Encoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
-                               c.attention_dropout, c.activation)
+        self.encoder = Encoder(c)
         self.head = nn.Linear(c.d_model, c.n_classes)
 
+    @guarded(_check_images_fit)
     def forward(self, images: Tensor) -> Tensor:
         """Class logits [B, Y] for images [B, C, Hi, Wi]."""
-        self._check(images)
         return self.classify(patchify(images, self.config.patch_size))
 
+    @guarded(_check_patches)
     def classify(self, patches: Tensor) -> Tensor:
         """Class logits [B, Y] from patches [B, N, K] (in any order you choose to feed them)."""
         return self.head(self.encode(patches)[:, 0])  # [CLS]'s output vector -> [B, Y]
 
+    @guarded(_check_patches)
     def encode(self, patches: Tensor) -> Tensor:
         """The encoder's output [B, L, D] for patches [B, N, K]; position 0 is
         [CLS]."""
-        check_tensor("patches", patches, dims=3, floating=True)
-        check_dtype("patches", patches, self.patch_embedding.weight)
         B, N, _ = patches.shape
         x = self.patch_embedding(patches)  # [B, N, D]
         x = torch.cat([self.cls_token.expand(B, 1, -1), x], dim=1)  # [B, L, D]
@@ -185,22 +216,6 @@ class VisionTransformer(nn.Module):
         elif self.pe is not None:
             x = x + self.pe[: N + 1]
         return self.encoder(self.dropout(x))  # [B, L, D]
-
-    def _check(self, images: Tensor) -> None:
-        _check_images(images)
-        check_dtype("images", images, self.patch_embedding.weight)
-        c = self.config
-        if images.size(1) != c.channels:
-            raise ValueError(
-                f"the model reads images with {c.channels} channel(s) ([B, {c.channels}, H, W]), got shape "
-                f"{tuple(images.shape)}. Convert the images (e.g. grey to colour), or build the model with "
-                f"channels={images.size(1)}."
-            )
-        if images.shape[2:] != (c.image_size, c.image_size):
-            raise ValueError(
-                f"the model reads {c.image_size}x{c.image_size} images (its positional table has one row per patch), "
-                f"got {images.size(2)}x{images.size(3)}. Resize the images or build the model for their size."
-            )
 
     @contextlib.contextmanager
     def recording_attention(self) -> Iterator[list[Tensor]]:

@@ -13,12 +13,15 @@ import torch
 from torch import nn
 
 from . import CheckFailed, as_count, call, forbidding, keeps_random_state, passed
+from ..config import LayerConfig
 from ..layers import FeedForward
 from ..multi_head import MultiHeadAttention
 from ..decoder import DecoderLayer
 from ..encoder import Encoder, EncoderLayer
 
 __all__ = ["check_encoder_layer_params", "check_changed_by_memory", "check_find_shared"]
+
+_SMALL = LayerConfig(d_model=8, n_heads=2, d_ff=16)  # the layers the checks build
 
 
 def _count(module: nn.Module) -> int:
@@ -30,7 +33,7 @@ def _count(module: nn.Module) -> int:
 def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
     """``fn(d_model, d_ff)`` must give the parameter count of one :class:`~tx.encoder.EncoderLayer`."""
     for d_model, d_ff, n_heads in ((4, 8, 2), (6, 10, 3), (128, 256, 4), (512, 2048, 8)):
-        layer = EncoderLayer(d_model, n_heads, d_ff)
+        layer = EncoderLayer(LayerConfig(d_model=d_model, n_heads=n_heads, d_ff=d_ff))
         expected = _count(layer)
         with forbidding([(EncoderLayer, "__init__"), (MultiHeadAttention, "__init__"), (FeedForward, "__init__")],
                         "count from a formula; building the layer is what the exercise asks you to do without."):
@@ -103,7 +106,7 @@ def check_changed_by_memory(fn: Callable[[], Any]) -> None:
             f"{', '.join(unknown)}: name sub-layers among {', '.join(_DECODER_SUBLAYERS)}. (residual1, 2 and 3 "
             "only add each sub-layer's input back and normalise; count the sub-layer they wrap.)"
         )
-    changed = _changed_by_memory(DecoderLayer(8, 2, 16))
+    changed = _changed_by_memory(DecoderLayer(_SMALL))
     if names == changed:
         passed("the memory reaches cross_attn, which reads it, and feed_forward through cross_attn's output; "
                "self_attn sees only y. In the layer above, whose input this layer's output is, all three change.")
@@ -156,20 +159,20 @@ def check_find_shared(fn: Callable[[nn.ModuleList], Any]) -> None:
     """``fn(layers)`` must return None when the layers of a stack hold separate parameter tensors, else
     ``((i, name_i), (j, name_j))``: two places in two layers that hold one tensor."""
     torch.manual_seed(0)
-    one = EncoderLayer(8, 2, 16)
-    tied = nn.ModuleList([EncoderLayer(8, 2, 16), EncoderLayer(8, 2, 16)])
+    one = EncoderLayer(_SMALL)
+    tied = nn.ModuleList([EncoderLayer(_SMALL), EncoderLayer(_SMALL)])
     tied[1].feed_forward.linear1.weight = tied[0].feed_forward.linear1.weight
     # Three layers, the first and the last sharing a bias: comparing only neighbours misses it.
-    far = nn.ModuleList([EncoderLayer(8, 2, 16) for _ in range(3)])
+    far = nn.ModuleList([EncoderLayer(_SMALL) for _ in range(3)])
     far[2].feed_forward.linear2.bias = far[0].feed_forward.linear2.bias
     # Three layers, the second and the third sharing a weight: comparing layer 0 with the others misses it.
-    later = nn.ModuleList([EncoderLayer(8, 2, 16) for _ in range(3)])
+    later = nn.ModuleList([EncoderLayer(_SMALL) for _ in range(3)])
     later[2].self_attn.w_o.weight = later[1].self_attn.w_o.weight
     # One tensor under two names: comparing the same names only misses it.
-    renamed = nn.ModuleList([EncoderLayer(8, 2, 16), EncoderLayer(8, 2, 16)])
+    renamed = nn.ModuleList([EncoderLayer(_SMALL), EncoderLayer(_SMALL)])
     renamed[1].self_attn.w_k.weight = renamed[0].self_attn.w_q.weight
     cases = [
-        ("the layers of tx.Encoder(3, 8, 2, 16)", Encoder(3, 8, 2, 16).layers,
+        ("the layers of a tx.Encoder of 3 layers", Encoder(_SMALL.replace(n_layers=3)).layers,
          "each layer of tx.Encoder is built on its own, so nothing is shared: return None."),
         ("[layer, copy.deepcopy(layer)]", nn.ModuleList([one, copy.deepcopy(one)]),
          "the two layers hold equal values but separate tensors, so training changes them independently "

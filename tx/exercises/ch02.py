@@ -14,6 +14,7 @@ from torch import Tensor
 
 from . import CheckFailed, as_shape, assert_tensor, call, forbidding, keeps_random_state, passed
 from .. import data
+from ..config import LayerConfig
 from ..layers import FeedForward
 from ..positional_encoding import Embedding, positional_encoding
 
@@ -26,7 +27,7 @@ def check_position_wise_ffn(fn: Callable[..., Any]) -> None:
     gen = torch.Generator().manual_seed(0)
     for shape, d_ff in (((1, 3, 4), 6), ((2, 5, 8), 16)):
         d_model = shape[-1]
-        ffn = FeedForward(d_model, d_ff)
+        ffn = FeedForward(LayerConfig(d_model=d_model, n_heads=1, d_ff=d_ff))
         with torch.no_grad():
             for p in ffn.parameters():
                 p.copy_(torch.randn(p.shape, generator=gen))
@@ -119,7 +120,7 @@ def check_embed_tokens(fn: Callable[[Tensor, Tensor, int], Any]) -> None:
     small[0, 2:] = data.PAD_ID
     cases.append((small, torch.randn(11, 6, generator=g), 3))
     for ids, table, start in cases:
-        (B, T), D = ids.shape, table.size(1)
+        T, D = ids.size(1), table.size(1)  # ids [B, T]
         pe = positional_encoding(start + T + 1, D)  # [start+T+1, D]
         rows = table[ids]  # [B, T, D]
         keep = (ids != data.PAD_ID)[..., None].to(table.dtype)  # [B, T, 1]: 0 at <pad>

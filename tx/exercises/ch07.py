@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..config import LayerConfig
 from ..layers import FeedForward, Residual
 from . import CheckFailed, assert_tensor, call, forbidding, passed
 
@@ -33,7 +34,7 @@ def _sublayers(n: int, d_model: int) -> list[FeedForward]:
     """``n`` feed-forward sub-layers with seeded weights."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(7)
-        return [FeedForward(d_model, 2 * d_model) for _ in range(n)]
+        return [FeedForward(LayerConfig(d_model=d_model, n_heads=1, d_ff=2 * d_model)) for _ in range(n)]
 
 
 def _rms(x: Tensor, eps: float) -> Tensor:
@@ -165,7 +166,7 @@ def check_post_ln_step(post_ln_step: Callable[..., Tensor]) -> None:
     """``post_ln_step(x, sublayer, norm, dropout)`` must equal ``tx.Residual(norm_first=False)`` in training:
     norm(x + dropout(sublayer(x)))."""
     for D, seed, shape in ((6, 1, (2, 4)), (10, 5, (3, 2))):  # the second size is one the learner never sees
-        residual = Residual(D, dropout=0.25, norm_first=False)
+        residual = Residual(LayerConfig(d_model=D, n_heads=1, dropout=0.25, norm_first=False))
         _with_random_norm(residual.norm, seed)
         (sublayer,) = _sublayers(1, D)
         g = torch.Generator().manual_seed(seed + 1)
@@ -187,7 +188,7 @@ def check_post_ln_step(post_ln_step: Callable[..., Tensor]) -> None:
 def check_pre_ln_stack(pre_ln_stack: Callable[..., Tensor]) -> None:
     """``pre_ln_stack(x, sublayers, norms, final_norm)`` must equal N pre-LN tx.Residual steps, then final_norm."""
     for D, N, seed in ((6, 3, 3), (8, 2, 4)):  # the second stack is one the learner never sees
-        residuals = [Residual(D, dropout=0.0, norm_first=True) for _ in range(N)]
+        residuals = [Residual(LayerConfig(d_model=D, n_heads=1, dropout=0.0, norm_first=True)) for _ in range(N)]
         for i, r in enumerate(residuals):
             _with_random_norm(r.norm, 10 * seed + i)
         final_norm = _with_random_norm(nn.LayerNorm(D), 20 * seed)

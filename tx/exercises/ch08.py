@@ -27,7 +27,7 @@ def _tiny_model(seed: int = 0) -> Transformer:
     """A small untrained Transformer with fixed weights (src vocabulary 13, tgt 11, D 16, H 4)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return Transformer(13, 11, d_model=16, n_heads=4, n_layers=2, d_ff=32, dropout=0.0, max_len=16).eval()
+        return Transformer(src_vocab_size=13, tgt_vocab_size=11, d_model=16, n_heads=4, n_layers=2, d_ff=32, dropout=0.0, max_len=16).eval()
 
 
 def _source(seed: int = 1) -> Tensor:
@@ -128,7 +128,7 @@ def check_cache_bytes(cache_bytes: Callable[[TransformerConfig, int, int, int], 
     # (n_layers, d_model, n_heads, batch, max_len, src_len): the first has every mistake give a different count
     cases = [(3, 16, 8, 5, 7, 4), (2, 12, 3, 2, 3, 9), (1, 8, 1, 1, 1, 1), (hidden[0], 4 * hidden[1], 2, 3, 6, 5)]
     for n_layers, d_model, n_heads, B, max_len, S in cases:
-        config = TransformerConfig(13, 11, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model,
+        config = TransformerConfig(src_vocab_size=13, tgt_vocab_size=11, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model,
                                    dropout=0.0, max_len=16)
         expected = _cache_nbytes(config, B, max_len, S, seed=n_layers * d_model)
         with forbidding([(Transformer, "__init__")], "count from the config, without building the model."):
