@@ -178,9 +178,12 @@ zip-after-book: book-once
 live-after-book: book-once
 	$(BIN)/pytest $(LIVE_TESTS) -q
 
-## unit: tx's tests, two workers: --dist worksteal hands a worker that runs out of tests the
-## pending ones of the other, so neither core idles behind a long test.
+## unit: ruff's lint (pyproject.toml's [tool.ruff]; under a second), then tx's tests, two workers:
+## --dist worksteal hands a worker that runs out of tests the pending ones of the other, so
+## neither core idles behind a long test.
+LINTED := tx tests bench _ext learner
 unit: $(STAMP)
+	$(BIN)/ruff check $(LINTED)
 	$(PARALLEL) $(BIN)/pytest tests -n $(WORKERS) --dist worksteal -q --ignore=tests/site --ignore=tests/lab
 
 ## notebooks: every chapter top to bottom under nbval, without the book build (loadscope: a

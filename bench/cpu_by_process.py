@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -26,7 +26,7 @@ def main(lock: Path, wheels: Path) -> None:
     text = LINE.sub("", lock.read_text(encoding="utf-8"))
     line = f"# tx-download-bytes: total={total} torch={torch} (Linux x86-64, Python 3.11; written by make lock)\n"
     lines = text.splitlines(keepends=True)
-    at = next((i for i, l in enumerate(lines) if not l.startswith("#")), len(lines))  # after the header comment
+    at = next((i for i, row in enumerate(lines) if not row.startswith("#")), len(lines))  # after the header comment
     lock.write_text("".join(lines[:at] + [line] + lines[at:]), encoding="utf-8")
     print(f"{lock}: {len(files)} files, {total / 1e6:,.0f} MB to download, torch {torch / 1e6:,.0f} MB")
 

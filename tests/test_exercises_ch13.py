@@ -78,13 +78,14 @@ def per_sentence(losses, targets, pad_id):
 
 @pytest.mark.parametrize("wrong, hint", [
     (_stub, "NotImplementedError"),
-    (lambda l, t, p: float(l.mean().exp()), "padding"),
-    (lambda l, t, p: float(l[t != p].mean()), "exp of it"),
+    (lambda losses, t, p: float(losses.mean().exp()), "padding"),
+    (lambda losses, t, p: float(losses[t != p].mean()), "exp of it"),
     (per_sentence, "average the sentences"),
-    (lambda l, t, p: float(l[t != p].sum().exp()), "expected"),  # exp of the sum
-    (lambda l, t, p: float(2 ** l[t != p].mean()), "expected"),  # base 2 with natural-log losses
-    (lambda l, t, p: l[t != p].exp(), "one number"),
-    (lambda l, t, p: float(l[t != 0].mean().exp()), "compare the targets with the pad_id argument"),  # 0 hard-coded
+    (lambda losses, t, p: float(losses[t != p].sum().exp()), "expected"),  # exp of the sum
+    (lambda losses, t, p: float(2 ** losses[t != p].mean()), "expected"),  # base 2 with natural-log losses
+    (lambda losses, t, p: losses[t != p].exp(), "one number"),
+    # 0 hard-coded for the pad id
+    (lambda losses, t, p: float(losses[t != 0].mean().exp()), "compare the targets with the pad_id argument"),
 ])
 def test_perplexity_mistakes_are_named(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

@@ -54,7 +54,7 @@ def _install_module():
 def test_every_locked_package_is_pinned_with_a_hash(lock):
     text = (ROOT / lock).read_text()
     entries = re.findall(r"^([A-Za-z0-9._-]+==\S+)((?:[ \t]*\\\n[ \t]+--hash=sha256:[0-9a-f]{64})*)", text, re.M)
-    requirement_lines = [l for l in text.splitlines() if l and not l.startswith((" ", "#"))]
+    requirement_lines = [line for line in text.splitlines() if line and not line.startswith((" ", "#"))]
     assert entries and len(entries) == len(requirement_lines), "a line of the lock is no pinned requirement"
     unhashed = [name for name, hashes in entries if not hashes]
     assert not unhashed, f"{lock} pins {unhashed} without a hash: run `make lock`"

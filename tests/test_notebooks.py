@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from notebook_tools import CHAPTERS, ROOT, load, role, source, tags, toc_chapters
+from notebook_tools import CHAPTERS, load, role, source, tags, toc_chapters
 
 NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
 ALLOWED_IMPORTS = {"tx", "torch", "numpy", "matplotlib", "ipywidgets", "IPython"} | set(sys.stdlib_module_names)

@@ -86,7 +86,7 @@ class Choice:
         self.value = self.options[0][1] if value is None else value
         self.label, self.free = label, free
         _index(self, self.value, "Choice")
-        if free and not all(isinstance(v, str) and l == v for l, v in self.options):
+        if free and not all(isinstance(v, str) and text == v for text, v in self.options):
             raise ExplorerError("Choice(free=True) takes text options only (no (label, value) pairs).")
 
     def widget(self, description: str):
@@ -324,12 +324,12 @@ class Explorer:
             index = _index(control, control.value, type(control).__name__)
             if isinstance(control, Choice):
                 options = "".join(
-                    f'<option value="{i}"{" selected" if i == index else ""}>{html.escape(l)}</option>'
-                    for i, (l, _) in enumerate(control.options)
+                    f'<option value="{i}"{" selected" if i == index else ""}>{html.escape(text)}</option>'
+                    for i, (text, _) in enumerate(control.options)
                 )
                 field = f'<select id="{cid}" data-control="{html.escape(name)}">{options}</select>'
             else:
-                labels = html.escape(json.dumps([l for l, _ in control.options]))
+                labels = html.escape(json.dumps([text for text, _ in control.options]))
                 field = (
                     f'<input type="range" id="{cid}" data-control="{html.escape(name)}" min="0" '
                     f'max="{len(control.options) - 1}" step="1" value="{index}" data-labels="{labels}" '

@@ -36,8 +36,12 @@ import os
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .decoding import LENGTH_MARGIN
+
+if TYPE_CHECKING:  # for the annotations: torch is imported where a block needs it, not on import
+    import torch
 
 __all__ = ["Translator", "translator", "Generator", "generator", "continuation", "Classifier", "classifier",
            "stroke_bitmap", "digit_grid", "DIGIT_STROKE", "DIGIT_WIDTH", "LIVE_DIR_ENV"]

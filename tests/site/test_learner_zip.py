@@ -28,7 +28,6 @@ import re
 import shlex
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 import zipfile

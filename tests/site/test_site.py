@@ -16,7 +16,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from sitekit import (
-    EXTRA_PAGES, HTML, WIDGET_VIEW, book_config, is_notebook, open_page, settle_page, toc_pages,
+    EXTRA_PAGES, HTML, WIDGET_VIEW, book_config, is_notebook, open_page, toc_pages,
 )
 
 PAGES = toc_pages()

@@ -184,7 +184,7 @@ def check_sample_word(fn: Callable[[Tensor, float, float], int]) -> None:
         # Which wrong rule explains every answer, the right ones included?
         rules = [
             (lambda p, u: int((p.double().cumsum(0) < u).sum()),
-             f"u lies exactly on a boundary of the running sum: the slice of word i is cdf[i-1] <= u < cdf[i], "
+             "u lies exactly on a boundary of the running sum: the slice of word i is cdf[i-1] <= u < cdf[i], "
              "closed on the left, so u belongs to the next word. Count the cdf entries <= u (or use "
              "torch.searchsorted(cdf, u, right=True))."),
             (lambda p, u: _word_at(p, u) + 1, "That is one word late: word i owns cdf[i-1] <= u < cdf[i], so the "

@@ -39,9 +39,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .learner_notebook import (  # re-exported: the book's site and the tests import them from here
-    CODE_EQUATION_LABEL, EXPECTED_FAILURES, SETUP_CELL, _source, chapter_label, citations, equation_numbers,
-    is_solution_cell, learner_notebook, number_equation_labels, strip_solutions, to_markdown,
+    _source, chapter_label, citations, equation_numbers, is_solution_cell, learner_notebook, strip_solutions,
+    to_markdown,
 )
+# Re-exported for them alone, unused here:
+from .learner_notebook import CODE_EQUATION_LABEL, EXPECTED_FAILURES, SETUP_CELL, number_equation_labels  # noqa: F401
 
 __all__ = [
     "is_solution_cell", "strip_solutions", "to_markdown", "learner_notebook", "write_learner_edition", "main",

@@ -44,9 +44,10 @@ from .decoding_trees import beam_search_tree, probability_bars
 from .diagrams import stack_diagram
 from .source import show_source
 from .style import (
-    ATTENTION_CMAP, BOOK_STYLE, COLUMN_WIDTH, DPI, MIN_FONT_PT, SIGNED_CMAP, figure_problems, figure_size,
-    grid_shape, subplots, use_book_style,
+    BOOK_STYLE, COLUMN_WIDTH, DPI, MIN_FONT_PT, figure_problems, figure_size, grid_shape, subplots, use_book_style,
 )
+# Kept as tx.viz.X, as every name was when tx.viz was one module; no chapter uses them.
+from .style import ATTENTION_CMAP, SIGNED_CMAP  # noqa: F401
 from .tensors import encoding_curves, positional_encoding_heatmap, vector_boxes
 from .training_curves import loss_curves, lr_schedule
 

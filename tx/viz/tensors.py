@@ -92,8 +92,8 @@ def vector_boxes(
     ax = _new_ax(ax, (0.9 + 0.62 * d, 0.5 + 0.45 * n + (0.3 if title else 0.0)))
     # Symmetric about 0 so the sign reads from the hue alone (red below 0, blue above).
     limit = float(np.abs(v).max()) or 1.0
-    mesh = ax.pcolormesh(v, cmap=cmap, vmin=-limit, vmax=limit,
-                         edgecolors="white", linewidth=2)
+    ax.pcolormesh(v, cmap=cmap, vmin=-limit, vmax=limit,
+                  edgecolors="white", linewidth=2)
     ax.set_aspect("equal")
     ax.invert_yaxis()  # row 0 on top, as the vectors are listed
     ax.set_xticks([])
