@@ -117,6 +117,26 @@ def test_shown_source_fits_the_column(where, name):
     assert not wide, f"{name} ({where}): {len(wide)} lines over {COLUMN} characters:\n" + "\n".join(wide)
 
 
+# A check or its plumbing, in a listing's body. Checks live in functions of their own, which
+# tx.checks.guarded names above the listing (``@guarded(_check_...)``): that line may stay.
+PLUMBING = re.compile(r"\braise\b|\btry:|\bexcept\b|\bcheck_\w+\(|\b_check\w*\(|isinstance\(")
+
+
+def test_the_chapters_show_what_they_teach():
+    shown = {full for _, full in SHOWN}
+    for teaches in ("tx.self_attention_by_vectors", "tx.attention", "tx.MultiHeadAttention.forward",
+                    "tx.Embedding.forward", "tx.EncoderLayer", "tx.DecoderLayer", "tx.Transformer.decode"):
+        assert teaches in shown, f"no chapter shows {teaches}"
+
+
+@pytest.mark.parametrize("where, name", SHOWN, ids=[where for where, _ in SHOWN])
+def test_shown_source_holds_no_check(where, name):
+    # The page teaches the computation: a listing with input checks and error messages buries it.
+    body = [line for line in inspect.getsource(resolve(name)).splitlines() if not line.strip().startswith("@guarded(")]
+    bad = [line.strip() for line in body if PLUMBING.search(line.split("#")[0])]
+    assert not bad, f"{name} ({where}) checks or raises; move it into the function's guard: {bad}"
+
+
 def test_no_docstring_names_an_equation_by_its_label():
     # The API page renders tx's docstrings as prose, where no code transform turns a label into
     # "equation (10.5)": a docstring names an equation by its number or its meaning, and the

@@ -72,24 +72,32 @@ def _check_vectors(X: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) -> None:
 
 @guarded(_check_attention)
 def attention(
-    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
 ) -> tuple[Tensor, Tensor]:
-    """Scaled dot-product attention; returns ``(output [..., Tq, Dv], weights [..., Tq, Tk])``.
+    """Scaled dot-product attention: ``(output [..., Tq, Dv], weights
+    [..., Tq, Tk])``.
 
-    query [..., Tq, Dk], key [..., Tk, Dk], value [..., Tk, Dv]. ``mask`` is bool,
-    broadcastable to [..., Tq, Tk], True = may attend. ``dropout_p`` drops attention
-    weights before they mix the values (training only); the weights returned are the
-    undropped ones, the ones worth drawing. A query row whose mask is all False attends to
-    nothing: its weights are all zero and its output is zero (as in torch's fused kernel).
+    query [..., Tq, Dk], key [..., Tk, Dk], value [..., Tk, Dv]. ``mask`` is
+    bool, broadcastable to [..., Tq, Tk], True = may attend. ``dropout_p``
+    drops attention weights before they mix the values (training only); the
+    weights returned are the undropped ones, the ones worth drawing. A query
+    row whose mask is all False attends to nothing: its weights are all zero
+    and its output is zero (as in torch's fused kernel).
     """
     d_k = query.size(-1)
-    # Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever d_k is, so the
-    # softmax does not saturate into one-hot weights with vanishing gradients.
+    # Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever d_k
+    # is, so the softmax does not saturate into one-hot weights with
+    # vanishing gradients.
     scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # [..., Tq, Tk]
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)  # [..., Tq, Tk]
-    if mask is not None:  # a fully masked row is 0/0 = NaN after the softmax: make it zero weights
+    if mask is not None:
+        # a fully masked row is 0/0 = NaN after the softmax: zero weights
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     mixing = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return mixing @ value, weights  # [..., Tq, Dv], [..., Tq, Tk]

@@ -70,10 +70,11 @@ def _check_stack(
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, encoder-decoder attention, feed-forward; [B, T, D] -> [B, T, D].
+    """Masked self-attention, encoder-decoder attention, feed-forward:
+    [B, T, D] -> [B, T, D].
 
-    The queries of the encoder-decoder attention come from the decoder; its keys and values
-    come from the encoder's output, the ``memory`` [B, S, D].
+    The queries of the encoder-decoder attention come from the decoder; its
+    keys and values come from the encoder's output, the ``memory`` [B, S, D].
     """
 
     def __init__(self, config: LayerConfig):
@@ -95,8 +96,8 @@ class DecoderLayer(nn.Module):
         self_cache: KVCache | None = None,
         cross_cache: KVCache | None = None,
     ) -> Tensor:
-        """``tgt_mask`` keeps each position from seeing later ones; ``src_mask``
-        hides source padding."""
+        """``tgt_mask`` keeps each position from seeing later ones;
+        ``src_mask`` hides source padding."""
         x = self.residual1(
             x, lambda y: self.self_attn(y, y, y, tgt_mask, cache=self_cache)
         )

@@ -76,7 +76,7 @@ def _check_beam(
     model: nn.Module, src: Tensor, beam_size: int, max_len: int, bos_id: int, eos_id: int,
     length_penalty: float = 0.0, n_best: int = 1, trace: list | None = None, penalty_form: str = "power",
 ) -> None:
-    normalised_score(0.0, 1, length_penalty, penalty_form)  # an unknown penalty_form fails here
+    _check_penalty(0.0, 1, length_penalty, penalty_form)
     _check_lengths(model, max_len)
     _check_ids(model, src, bos_id, eos_id)
     _check_beams(beam_size, n_best, length_penalty, trace)
@@ -158,6 +158,12 @@ class Hypothesis:
 PENALTY_FORMS = ("power", "gnmt")  # the two length penalties beam_search offers
 
 
+def _check_penalty(log_prob: float, length: int, length_penalty: float, penalty_form: str = "power") -> None:
+    if penalty_form not in PENALTY_FORMS:
+        raise ValueError(f"penalty_form must be one of {PENALTY_FORMS}, got {penalty_form!r}.")
+
+
+@guarded(_check_penalty)
 def normalised_score(
     log_prob: float,
     length: int,
@@ -176,11 +182,7 @@ def normalised_score(
     """
     if penalty_form == "power":
         return log_prob / length**length_penalty
-    if penalty_form == "gnmt":
-        return log_prob / ((5 + length) / 6) ** length_penalty
-    raise ValueError(
-        f"penalty_form must be one of {PENALTY_FORMS}, got {penalty_form!r}."
-    )
+    return log_prob / ((5 + length) / 6) ** length_penalty  # "gnmt"
 
 
 def _best_possible(

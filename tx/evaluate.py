@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from . import data
-from .checks import check_finite_weights, check_int
+from .checks import check_finite_weights, check_int, guarded
 from .decoding import beam_search, greedy_decode, output_limit
 
 __all__ = ["translate", "exact_match", "bleu", "evaluate"]
@@ -71,6 +71,15 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
     return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
 
 
+def _check_evaluate(
+    model: nn.Module, pairs: Sequence[tuple[str, str]], src_vocab: data.Vocab, tgt_vocab: data.Vocab,
+    beam_size: int = 1, length_penalty: float = 0.0, penalty_form: str = "power",
+) -> None:
+    data.check_pairs(pairs)
+    data.check_vocabs(model.config, src_vocab, tgt_vocab)
+
+
+@guarded(_check_evaluate)
 def evaluate(
     model: nn.Module,
     pairs: Sequence[tuple[str, str]],
@@ -89,8 +98,6 @@ def evaluate(
     and cased for a :class:`~tx.subwords.SubwordVocab`.
     ``tgt_vocab.comparison`` names which; report it beside the figures.
     """
-    data.check_pairs(pairs)
-    data.check_vocabs(model.config, src_vocab, tgt_vocab)
     sources = [s for s, _ in pairs]
     references = [tgt_vocab.normalise(t) for _, t in pairs]
     hyps = translate(

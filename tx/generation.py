@@ -29,10 +29,14 @@ def filter_top_k(logits: Tensor, k: int) -> Tensor:
     return logits.masked_fill(logits < kth, float("-inf"))
 
 
+def _check_top_p(logits: Tensor, p: float) -> None:
+    check_float("top_p", p, 0, 1, low_open=True)
+
+
+@guarded(_check_top_p)
 def filter_top_p(logits: Tensor, p: float) -> Tensor:
     """Logits [..., V] keeping, in each row, the smallest set of most likely
     tokens whose probability reaches p."""
-    check_float("top_p", p, 0, 1, low_open=True)
     # [..., V]
     probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
     before = probs.cumsum(dim=-1) - probs  # mass of the more likely tokens
@@ -43,6 +47,11 @@ def filter_top_p(logits: Tensor, p: float) -> Tensor:
     return logits.masked_fill(drop, float("-inf"))
 
 
+def _check_probs(logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None) -> None:
+    _check_sampling(temperature, top_k, top_p)
+
+
+@guarded(_check_probs)
 def next_token_probs(
     logits: Tensor,
     temperature: float = 1.0,
@@ -54,7 +63,6 @@ def next_token_probs(
 
     Temperature 0 gives all the probability to the argmax (greedy decoding).
     """
-    _check_sampling(temperature, top_k, top_p)
     if temperature == 0:
         return torch.nn.functional.one_hot(
             logits.argmax(dim=-1), logits.size(-1)

@@ -125,13 +125,14 @@ class LanguageModel(nn.Module):
         """
         T = tokens.size(1)
         real = tokens != self.config.pad_id  # [B, T]
-        past = None if cache is None else cache.real  # [B, L - T], or None before the first step
-        seen = real if past is None else torch.cat([past, real], dim=1)  # [B, L]
+        past = None if cache is None else cache.real  # [B, L - T], or None
+        seen = real if past is None else torch.cat([past, real], 1)  # [B, L]
         # a token's position: how many real tokens come before it
         positions = (seen.long().cumsum(1) - 1)[:, -T:].clamp(min=0)  # [B, T]
         x = self.embed(tokens, positions=positions)  # [B, T, D]
         mask = lm_mask(seen, T)  # [B, 1, T, L]
-        x = self.layers(x, mask, None if cache is None else cache.layers)  # [B, T, D]
+        caches = None if cache is None else cache.layers
+        x = self.layers(x, mask, caches)  # [B, T, D]
         if cache is not None:
             cache.real = seen
         return self.lm_head(x)  # [B, T, V]

@@ -29,14 +29,17 @@ def _check_padding(tokens: Tensor, pad_id: int = 0) -> None:
 
 
 @guarded(_check_causal)
-def causal_mask(T: int, device: torch.device | str | None = None, start: int = 0) -> Tensor:
+def causal_mask(
+    T: int, device: torch.device | str | None = None, start: int = 0
+) -> Tensor:
     """Bool [T, start + T], True on and below the diagonal: position t may see
     positions 0..t.
 
     ``start`` counts positions before these (decoding with a cache): query i
     is position start + i and sees keys 0 .. start + i.
     """
-    return torch.ones(T, start + T, dtype=torch.bool, device=device).tril(start)
+    allowed = torch.ones(T, start + T, dtype=torch.bool, device=device)
+    return allowed.tril(start)  # [T, start + T]
 
 
 @guarded(_check_padding)

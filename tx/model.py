@@ -167,7 +167,7 @@ class Transformer(nn.Module):
         ``tgt`` holds only the tokens the cache has not seen yet, usually one;
         earlier keys and values come from the cache.
         """
-        start = 0 if cache is None else cache.length  # positions decoded before tgt
+        start = 0 if cache is None else cache.length  # positions before tgt
         src_mask, tgt_mask = self._masks(src, tgt, start, cache)
         x = self.tgt_embed(tgt, start)  # [B, T, D]
         x = self.decoder(x, memory, src_mask, tgt_mask, cache)  # [B, T, D]

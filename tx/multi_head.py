@@ -171,8 +171,9 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
     ) -> Tensor:
         """Attend from ``query`` to ``key``/``value``; returns [B, Tq, D]."""
-        # 1. Project: every head gets its own queries, keys and values.
-        q, k, v = self.project(query, key, value, cache)  # [B, H, Tq, Dh], [B, H, Tk, Dh] x 2
+        # 1. Project: every head gets its own queries, keys and values
+        # ([B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]).
+        q, k, v = self.project(query, key, value, cache)
         # 2. Attend: scaled dot-product attention in all heads at once.
         z = self.attend(q, k, v, mask, need_weights)  # [B, H, Tq, Dh]
         # 3. Concatenate the heads and mix them with W^O.

@@ -26,7 +26,7 @@ from typing import Any
 
 from torch import Tensor
 
-from .checks import check_int
+from .checks import check_int, guarded
 from .tokens import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK, UNK_ID, as_id_list
 
 __all__ = ["SubwordVocab", "tidy_typed", "split_words", "count_pairs", "merge_pair", "learn_merges", "unknown_rate"]
@@ -231,20 +231,17 @@ def count_pairs(words: dict[tuple[str, ...], int]) -> Counter[tuple[str, str]]:
     return pairs
 
 
+def _check_pair(words: dict[tuple[str, ...], int], pair: tuple[str, str]) -> None:
+    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+        raise TypeError(f"pair must be a tuple of two pieces (strings), such as ('e', 's'), got {pair!r:.60}.")
+
+
+@guarded(_check_pair)
 def merge_pair(
     words: dict[tuple[str, ...], int], pair: tuple[str, str]
 ) -> dict[tuple[str, ...], int]:
     """The same words with every occurrence of ``pair`` (read left to right)
     joined into one piece."""
-    if not (
-        isinstance(pair, tuple)
-        and len(pair) == 2
-        and all(isinstance(p, str) for p in pair)
-    ):
-        raise TypeError(
-            f"pair must be a tuple of two pieces (strings), such as ('e', "
-            f"'s'), got {pair!r:.60}."
-        )
     merged: dict[tuple[str, ...], int] = {}
     for pieces, n in words.items():
         out, i = [], 0

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from .. import data
 # tx.scale's pieces, by the name fit and batch_loss give them (tx.scale itself runs fit, so it sits above)
 from .. import parallel as scale
-from ..checks import check_float, check_int, check_same, check_tensor
+from ..checks import check_float, check_int, check_same, check_tensor, guarded
 from ..data import check_lengths
 from ..model import Transformer
 from ..progress import progress_bar as _progress_bar  # fit's name for it
@@ -77,6 +77,12 @@ class TrainConfig:
         return cls(**{**preset, **overrides})
 
 
+def _check_rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> None:
+    check_int("d_model", d_model, low=1)
+    check_int("warmup", warmup, low=1)
+
+
+@guarded(_check_rate)
 def rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
     """The paper's learning rate (section 5.3, eq. 3): d_model^-0.5 *
     min(step^-0.5, step * warmup^-1.5).
@@ -84,8 +90,6 @@ def rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
     It rises linearly for ``warmup`` steps and then decays as 1/sqrt(step).
     Steps count from 1.
     """
-    check_int("d_model", d_model, low=1)
-    check_int("warmup", warmup, low=1)
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
@@ -184,6 +188,22 @@ def valid_loss(
     return total / tokens
 
 
+def _check_fit_call(
+    model: Transformer, train_pairs: Sequence[tuple[str, str]], valid_pairs: Sequence[tuple[str, str]],
+    src_vocab: data.Vocab, tgt_vocab: data.Vocab, config: TrainConfig = TrainConfig(), progress: bool = True,
+    callback: Callable[[dict[str, Any]], None] | None = None, resume: TrainState | None = None,
+    save: Callable[[TrainState], None] | None = None,
+) -> None:
+    _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config)
+    if callback is not None and not callable(callback):
+        raise TypeError(
+            f"callback must be a function of the history, or None, got "
+            f"{type(callback).__name__}."
+        )
+    _check_parallel(config, scale.world(), next(model.parameters()).device, len(train_pairs))
+
+
+@guarded(_check_fit_call)
 def fit(
     model: Transformer,
     train_pairs: Sequence[tuple[str, str]],
@@ -217,15 +237,8 @@ def fit(
     of every batch of ``config.batch_size`` through DistributedDataParallel,
     and rank 0 alone validates and calls ``callback`` and ``save``.
     """
-    _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config)
-    if callback is not None and not callable(callback):
-        raise TypeError(
-            f"callback must be a function of the history, or None, got "
-            f"{type(callback).__name__}."
-        )
     start = resume if resume is not None else TrainState()
     world, dev = scale.world(), next(model.parameters()).device
-    _check_parallel(config, world, dev, len(train_pairs))
     # each process its own dropout masks
     torch.manual_seed(config.seed + start.step + 7919 * world.rank)
     # DDP under torchrun; fp16's scaler
@@ -288,7 +301,7 @@ def fit(
                 loss,
                 config.minutes is not None and spent() >= 60 * config.minutes,
             )
-            _check_finite(value, step + 1, config)
+            _stop_if_diverged(value, step + 1, config)
             optimizer.zero_grad(set_to_none=True)
             # under DDP, backward also averages the gradients of all processes
             scaler.scale(loss).backward()
@@ -366,7 +379,7 @@ def _check_fit(model, train_pairs, valid_pairs, src_vocab, tgt_vocab, config) ->
         check_lengths(pairs, model.config.max_len, name, src_vocab, tgt_vocab)
 
 
-def _check_finite(loss: float, step: int, config: TrainConfig) -> None:
+def _stop_if_diverged(loss: float, step: int, config: TrainConfig) -> None:
     """Stop at the first loss that is NaN or infinite: the steps after it would only spread NaN through the weights."""
     if not math.isfinite(loss):
         raise FloatingPointError(
