@@ -555,6 +555,12 @@ def _wide_inputs():
                                                          [f"w{i}" for i in range(20)]),
         "beam_search_tree": lambda: viz.beam_search_tree(trace, VOCAB),
         "stack_diagram": lambda: viz.stack_diagram(6, 6),
+        "probability_grid": lambda: viz.probability_grid(
+            [torch.full((20,), 0.05)] * 7, [f"w{i}" for i in range(20)], [f"step {t}" for t in range(7)],
+            top_k=5),
+        "vector_panels": lambda: viz.vector_panels(
+            {"a": torch.randn(3, 16), "b": torch.randn(3, 16)}, ["x", "y", "z"], nrows=2, height=4.0),
+        "pair_circles": lambda: viz.pair_circles(torch.randn(50, 512).clamp(-1, 1), zoom=(64,)),
     }
 
 
@@ -582,6 +588,98 @@ def test_show_source_of_a_method_starts_at_the_left_margin():
     assert "class MultiHeadAttention" not in code  # the method only, not the whole class
     whole = viz.show_source(MultiHeadAttention).data
     assert whole.startswith("class MultiHeadAttention") and code.strip() in whole.replace("\n    ", "\n")
+
+
+# --------------------------------------------------------------------------- helpers the chapters share
+
+
+def test_attention_heatmap_names_its_axes_and_puts_a_row_s_colour_bar_below():
+    row = _softmax_rows(1, 5)
+    ax = viz.attention_heatmap(row, ["it"], list("abcde"), xlabel="French token (key)",
+                               ylabel="English word (query)", colorbar="bottom")
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("French token (key)", "English word (query)")
+    heatmap, bar = ax.figure.axes
+    assert bar.get_xlabel() == "weight"  # a horizontal colour bar, labelled under it
+    assert bar.get_position().y1 < heatmap.get_position().y0  # below the map
+    assert viz.figure_problems(ax.figure) == []
+    with pytest.raises(ValueError, match="colorbar must be"):
+        viz.attention_heatmap(row, colorbar="top")
+
+
+def test_markdown_table_lays_rows_out_as_markdown():
+    table = viz.markdown_table(["French", "English", "ok"], [("le chat", "the cat", "✓"), ("a|b", 2, "")])
+    assert table.data == ("| French | English | ok |\n| --- | --- | --- |\n"
+                          "| le chat | the cat | ✓ |\n| a\\|b | 2 |  |")
+    aligned = viz.markdown_table(["model", "BLEU"], [("tx", "31.20")], align=["left", "right"],
+                                 intro="Measured now:")
+    assert aligned.data == "Measured now:\n\n| model | BLEU |\n| --- | ---: |\n| tx | 31.20 |"
+    with pytest.raises(ValueError, match="row 0 has 1 values for 2 columns"):
+        viz.markdown_table(["a", "b"], [("x",)])
+    with pytest.raises(ValueError, match="align needs one of"):
+        viz.markdown_table(["a"], [], align=["middle"])
+
+
+def test_probability_grid_one_panel_per_step_in_rows_of_three():
+    dists = [torch.softmax(torch.randn(len(VOCAB)), -1) for _ in range(4)]
+    fig = viz.probability_grid(dists, VOCAB, [f"step {t}" for t in range(1, 5)], top_k=3)
+    panels = [ax for ax in fig.axes if ax.patches]
+    assert len(fig.axes) == 4 == len(panels)  # the last row's two empty places are removed
+    assert [ax.get_title() for ax in panels] == ["step 1", "step 2", "step 3", "step 4"]
+    assert [ax.get_ylabel() for ax in panels] == ["probability", "", "", "probability"]
+    assert fig.get_size_inches() == pytest.approx((viz.COLUMN_WIDTH, 2 * 2.9))
+    for ax, p in zip(panels, dists):  # the most probable word, first, is highlighted
+        assert ax.get_xticklabels()[0].get_text() == VOCAB[int(p.argmax())]
+        assert ax.patches[0].get_facecolor() != ax.patches[1].get_facecolor()
+    assert viz.figure_problems(fig) == []
+    chosen = viz.probability_grid(dists[:2], VOCAB, ["a", "b"], highlight=[1, 1], tick_rotation=30)
+    assert all(t.get_rotation() == 30 for ax in chosen.axes for t in ax.get_xticklabels())
+    with pytest.raises(ValueError, match="one title each"):
+        viz.probability_grid(dists, VOCAB, ["one title"])
+
+
+def test_share_scale_puts_panels_on_one_scale_and_recolours_their_numbers():
+    fig, axes = viz.subplots(2, 1)
+    viz.vector_boxes(torch.tensor([[0.5, -0.2]]), ax=axes[0])
+    viz.vector_boxes(torch.tensor([[2.0, -1.0]]), ax=axes[1])
+    assert viz.share_scale(axes) == 2.0  # the largest |value| of all the panels
+    assert [ax.collections[0].get_clim() for ax in axes] == [(-2.0, 2.0), (-2.0, 2.0)]
+    # white on the darkest boxes only, above 0.6 of the shared limit
+    assert [t.get_color() for ax in axes for t in ax.texts] == ["black", "black", "white", "black"]
+    assert viz.share_scale(axes[:1], limit=0.4) == 0.4
+    assert [t.get_color() for t in axes[0].texts] == ["white", "black"]
+
+
+def test_vector_panels_share_one_scale_and_one_colour_bar():
+    panels = {"x": torch.tensor([[1.0, -3.0]]), "y": torch.tensor([[0.5, 0.5]])}
+    fig = viz.vector_panels(panels, ["word"], nrows=2, height=3.0, label="value (one scale)")
+    boxes = [ax for ax in fig.axes if ax.texts]
+    assert [ax.get_title() for ax in boxes] == ["x", "y"]
+    assert {ax.collections[0].get_clim() for ax in boxes} == {(-3.0, 3.0)}
+    assert len(fig.axes) == 3 and fig.axes[-1].get_ylabel() == "value (one scale)"
+    assert fig.get_size_inches() == pytest.approx((viz.COLUMN_WIDTH, 3.0))
+    assert viz.figure_problems(fig) == []
+    with pytest.raises(ValueError, match="2 panels for a grid of 2 x 2"):
+        viz.vector_panels(panels, ["word"], nrows=2, ncols=2)
+
+
+def test_pair_circles_puts_each_pair_on_its_circle_with_equal_turns():
+    pe = _sinusoidal(20, 16)
+    fig = viz.pair_circles(pe, pairs=(0, 2, 6), shift=3, starts=(0, 5), zoom=(6,))
+    axes = fig.axes
+    assert [ax.get_title().split(":")[0] for ax in axes] == ["pair 0", "pair 2", "pair 6"]
+    for ax, pair in zip(axes, (0, 2, 6)):
+        dots = ax.collections[0].get_offsets()  # (cos, sin) of positions 0..15
+        np.testing.assert_allclose(dots, pe[:16, [2 * pair + 1, 2 * pair]].numpy(), atol=1e-6)
+        np.testing.assert_allclose((dots ** 2).sum(1), 1.0, atol=1e-5)  # on the unit circle
+        arrows = [a for a in ax.texts if a.get_text() == ""]
+        labels = [a.get_text() for a in ax.texts if a.get_text()]
+        assert len(arrows) == 2 and labels == ["0", "3", "5", "8"]
+        assert ax.get_xlabel() == f"PE[pos, {2 * pair + 1}] (cos)"
+    assert axes[2].get_xlim() == (-0.1, 1.3)  # the zoomed pair shows its quarter circle
+    assert "k = 3" in fig._suptitle.get_text()
+    assert viz.figure_problems(fig) == []
+    with pytest.raises(ValueError, match="out of range"):
+        viz.pair_circles(pe, pairs=(8,))
 
 
 # --------------------------------------------------------------------------- the chapters

@@ -33,21 +33,26 @@ any figure a chapter draws after its first ``tx.viz`` call follows the dpi and f
 One module per kind of figure, every name re-exported here (chapters call ``tx.viz.X``):
 :mod:`tx.viz.style` (the size rule and shared helpers), :mod:`tx.viz.attention_maps`,
 :mod:`tx.viz.tensors` (positional encodings, small vectors), :mod:`tx.viz.training_curves`,
-:mod:`tx.viz.decoding_trees` (probabilities, beam search), :mod:`tx.viz.diagrams` and
-:mod:`tx.viz.source` (``show_source``).
+:mod:`tx.viz.decoding_trees` (probabilities, beam search), :mod:`tx.viz.grids` (several panels
+of one kind: distributions step by step, vectors on one colour scale), :mod:`tx.viz.circles`
+(a positional encoding's pairs on circles), :mod:`tx.viz.diagrams`, :mod:`tx.viz.tables`
+(Markdown tables) and :mod:`tx.viz.source` (``show_source``).
 """
 
 from __future__ import annotations
 
 from .attention_maps import attention_grid, attention_heatmap
+from .circles import pair_circles
 from .decoding_trees import beam_search_tree, probability_bars
 from .diagrams import stack_diagram
+from .grids import probability_grid, share_scale, vector_panels
 from .source import show_source
 from .style import (
     BOOK_STYLE, COLUMN_WIDTH, DPI, MIN_FONT_PT, figure_problems, figure_size, grid_shape, subplots, use_book_style,
 )
 # Kept as tx.viz.X, as every name was when tx.viz was one module; no chapter uses them.
 from .style import ATTENTION_CMAP, SIGNED_CMAP  # noqa: F401
+from .tables import markdown_table
 from .tensors import encoding_curves, positional_encoding_heatmap, vector_boxes
 from .training_curves import loss_curves, lr_schedule
 
@@ -67,11 +72,16 @@ __all__ = [
     "positional_encoding_heatmap",
     "encoding_curves",
     "vector_boxes",
+    "vector_panels",
+    "share_scale",
+    "pair_circles",
     "loss_curves",
     "lr_schedule",
     "probability_bars",
+    "probability_grid",
     "beam_search_tree",
     "stack_diagram",
+    "markdown_table",
 ]
 
 use_book_style()

@@ -58,12 +58,19 @@ def attention_heatmap(
     annotate: bool = False,
     cmap: str = ATTENTION_CMAP,
     label: str = "weight",
+    xlabel: str = "key",
+    ylabel: str = "query",
+    colorbar: str = "right",
 ) -> Axes:
     """Heatmap of one head's attention weights [Tq, Tk]: rows are queries, columns keys.
 
     ``label`` names the colour bar: "weight" for attention weights; a mask drawn on the same
-    grid says what its 1 and 0 mean.
+    grid says what its 1 and 0 mean. ``xlabel`` and ``ylabel`` say what the keys and queries
+    are ("French token (key)"). ``colorbar="bottom"`` puts the colour bar under the map, where
+    a map of one row leaves room for it.
     """
+    if colorbar not in ("right", "bottom"):
+        raise ValueError(f'colorbar must be "right" or "bottom", got {colorbar!r}')
     w = _to_numpy(weights)
     if w.ndim != 2:
         raise ValueError(f"weights must be [Tq, Tk] (one head), got shape {tuple(w.shape)}")
@@ -72,7 +79,12 @@ def attention_heatmap(
     _check_labels(key_tokens, n_k, "key_tokens", "key columns")
     ax = _new_ax(ax, (max(3.8, 1.6 + 0.45 * n_k), max(3.2, 1.2 + 0.45 * n_q)))
     im = _draw_attention(ax, w, query_tokens, key_tokens, annotate, cmap)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if colorbar == "right":
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=label)
+    else:
+        ax.figure.colorbar(im, ax=ax, location="bottom", shrink=0.6, aspect=40, label=label)
     ax.set_title(title if title is not None else "Attention weights")
     return ax
 
