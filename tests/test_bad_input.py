@@ -249,6 +249,8 @@ CASES = [
     Case("config-n-layers-bool", call(Cfg, src_vocab_size=10, tgt_vocab_size=10, n_layers=True), TypeError, r"n_layers must be an int, got bool"),
     Case("config-share-string", call(Cfg, src_vocab_size=10, tgt_vocab_size=10, share_embeddings="yes"), TypeError, r"share_embeddings must be True or False"),
     Case("config-norm-first-int", call(Cfg, src_vocab_size=10, tgt_vocab_size=10, norm_first=1), TypeError, r"norm_first must be True or False"),
+    Case("config-norm-unknown", call(Cfg, src_vocab_size=10, tgt_vocab_size=10, norm="batch"), ValueError, r"norm must be one of 'layer', 'rms', got 'batch'"),
+    Case("config-activation-unknown", call(Cfg, src_vocab_size=10, tgt_vocab_size=10, activation="tanh"), ValueError, r"activation must be one of 'relu', 'gelu', got 'tanh'"),
     Case("config-share-different-vocabs", call(Cfg, src_vocab_size=10, tgt_vocab_size=12, share_embeddings=True), ValueError, r"share_embeddings=True .* vocabularies differ"),
     Case("config-small-bad-heads", call(Cfg.small, 10, 10, n_heads=3), ValueError, r"d_model=128 is not divisible by n_heads=3"),
     Case("transformer-n-heads-zero", call(tx.Transformer, src_vocab_size=10, tgt_vocab_size=10, d_model=32, n_heads=0), ValueError, r"n_heads must be at least 1"),

@@ -107,3 +107,18 @@ def test_damaged_metadata_is_still_called_damaged(tmp_path):
     edit_metadata(path, lambda meta: meta.update(format_version="two"))
     with pytest.raises(ValueError, match=r"m.safetensors has damaged metadata \(format_version 'two' is not a whole number\)"):
         tx.checkpoint.load(path)
+
+
+def test_a_model_with_rms_norm_and_gelu_saves_and_loads_as_it_was(tmp_path):
+    from tx.data import SPECIALS, Vocab
+
+    src = Vocab([*SPECIALS, "a", "b", "c"])
+    tgt = Vocab([*SPECIALS, "x", "y"])
+    torch.manual_seed(0)
+    model = tx.Transformer(src_vocab_size=len(src), tgt_vocab_size=len(tgt), d_model=16, n_heads=2, n_layers=1,
+                           d_ff=32, norm="rms", norm_first=True, activation="gelu", max_len=16).eval()
+    path = tx.checkpoint.save(tmp_path / "rms.safetensors", model, src, tgt)
+    loaded = tx.checkpoint.load(path).model
+    assert loaded.config == model.config
+    ids, out = torch.tensor([[4, 5, 6, 2]]), torch.tensor([[1, 4, 5]])
+    torch.testing.assert_close(loaded(ids, out), model(ids, out))

@@ -71,3 +71,51 @@ def test_feed_forward_gelu_uses_the_same_weights_with_a_gelu_between():
 def test_encoder_passes_its_activation_to_every_layer():
     enc = tx.Encoder(tx.LayerConfig(n_layers=2, d_model=8, n_heads=2, d_ff=16, activation="gelu"))
     assert [layer.feed_forward.activation for layer in enc.layers] == ["gelu", "gelu"]
+
+
+def test_rms_norm_is_torch_s_and_does_not_centre():
+    torch.manual_seed(0)
+    ours, theirs = tx.RMSNorm(8), torch.nn.RMSNorm(8, eps=1e-5)
+    with torch.no_grad():
+        ours.weight.uniform_(0.5, 2.0)
+        theirs.weight.copy_(ours.weight)
+    x = torch.randn(2, 3, 8) * 4 + 1
+    assert_close(ours(x), theirs(x))
+    rms = x.pow(2).mean(-1, keepdim=True).add(1e-5).sqrt()
+    assert_close(ours(x), x / rms * ours.weight)
+    # LayerNorm removes a shift of every feature; RMSNorm does not
+    assert not torch.allclose(ours(x + 3.0), ours(x), atol=1e-3)
+    assert [name for name, _ in ours.named_parameters()] == ["weight"]  # a gain, no bias
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_norm_rms_puts_rms_norm_in_every_place_a_norm_is(norm_first):
+    sizes = dict(src_vocab_size=11, tgt_vocab_size=12, d_model=16, n_heads=2, n_layers=2, d_ff=32)
+    torch.manual_seed(0)
+    layer_norm = tx.Transformer(**sizes, norm_first=norm_first)
+    rms = tx.Transformer(**sizes, norm_first=norm_first, norm="rms")
+    kinds = lambda model: {type(m).__name__ for m in model.modules() if isinstance(m, (torch.nn.LayerNorm, tx.RMSNorm))}
+    assert kinds(layer_norm) == {"LayerNorm"} and kinds(rms) == {"RMSNorm"}
+    n_norms = sum(isinstance(m, tx.RMSNorm) for m in rms.modules())
+    assert n_norms == 2 * 2 + 3 * 2 + (2 if norm_first else 0)  # residuals, and pre-LN's final norms
+    # every norm loses its bias of d_model numbers, nothing else changes
+    count = lambda model: sum(p.numel() for p in model.parameters())
+    assert count(layer_norm) - count(rms) == n_norms * 16
+    src, tgt = torch.tensor([[4, 5, 6, 2]]), torch.tensor([[1, 7, 8]])
+    assert rms(src, tgt).shape == (1, 3, 12)
+    lm = tx.LanguageModel(tx.LanguageModelConfig(vocab_size=20, d_model=16, n_heads=2, norm="rms"))
+    assert kinds(lm) == {"RMSNorm"}
+
+
+def test_the_decoder_takes_the_config_s_activation_too():
+    model = tx.Transformer(src_vocab_size=11, tgt_vocab_size=12, d_model=16, n_heads=2, n_layers=2, d_ff=32,
+                           activation="gelu")
+    stacks = (model.encoder.layers, model.decoder.layers)
+    assert [layer.feed_forward.activation for stack in stacks for layer in stack] == ["gelu"] * 4
+    paper = tx.Transformer(src_vocab_size=11, tgt_vocab_size=12, d_model=16, n_heads=2, n_layers=2, d_ff=32)
+    assert {layer.feed_forward.activation for layer in paper.decoder.layers} == {"relu"}
+
+
+def test_a_config_refuses_an_unknown_norm():
+    with pytest.raises(ValueError, match=r"norm must be one of 'layer', 'rms', got 'batch'"):
+        tx.LayerConfig(norm="batch")

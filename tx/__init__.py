@@ -22,7 +22,7 @@ from .config import LayerConfig, TransformerConfig
 from .decoding import beam_search, greedy_decode
 from .decoder import Decoder, DecoderCache, DecoderLayer
 from .encoder import Encoder, EncoderLayer
-from .layers import Dropout, FeedForward, Residual
+from .layers import Dropout, FeedForward, Residual, RMSNorm
 from .masks import causal_mask, padding_mask
 from .model import Transformer
 from .multi_head import KVCache, MultiHeadAttention, merge_heads, split_heads
@@ -34,7 +34,7 @@ from .generation import generate
 __all__ = [
     "attention", "self_attention_by_vectors", "MultiHeadAttention", "split_heads", "merge_heads",
     "KVCache", "positional_encoding", "LearnedPositions", "Embedding", "causal_mask", "padding_mask", "FeedForward",
-    "Residual", "Dropout", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
+    "Residual", "Dropout", "RMSNorm", "EncoderLayer", "Encoder", "DecoderLayer", "Decoder", "DecoderCache",
     "LayerConfig", "TransformerConfig", "Transformer", "greedy_decode", "beam_search", "device",
     "LanguageModelConfig", "LanguageModel", "LanguageModelCache", "generate",
     "data", "grammar", "train", "evaluate", "checkpoint", "viz", "explorer", "exercises",

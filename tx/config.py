@@ -15,10 +15,11 @@ from typing import Any
 
 from .checks import check_bool, check_choice, check_float, check_heads, check_int
 
-__all__ = ["LayerConfig", "TransformerConfig", "LanguageModelConfig", "ACTIVATIONS", "POSITIONS"]
+__all__ = ["LayerConfig", "TransformerConfig", "LanguageModelConfig", "ACTIVATIONS", "NORMS", "POSITIONS"]
 
 ACTIVATIONS = ("relu", "gelu")  #: the paper's ReLU; GELU, as GPT-2, BERT and ViT use
 POSITIONS = ("sinusoidal", "learned")  #: the paper's fixed table, or one trained with the model
+NORMS = ("layer", "rms")  #: LayerNorm, as the paper; RMSNorm, as Llama and most models since
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +38,7 @@ class LayerConfig:
     attention_dropout: float = 0.0  #: dropout on attention weights; the paper's 5.4 names none
     norm_first: bool = False  #: False = post-LN as in the paper; True = pre-LN as most models today
     activation: str = "relu"  #: of the feed-forward network: the paper's "relu", or "gelu"
+    norm: str = "layer"  #: "layer" for LayerNorm (the paper), or "rms" for RMSNorm (tx.RMSNorm)
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "n_layers", "d_ff"):
@@ -45,6 +47,7 @@ class LayerConfig:
         check_float("attention_dropout", self.attention_dropout, 0, 1, high_open=True)
         check_bool("norm_first", self.norm_first)
         check_choice("activation", self.activation, ACTIVATIONS)
+        check_choice("norm", self.norm, NORMS)
         check_heads(self.d_model, self.n_heads)
 
     def replace(self, **changes: Any) -> Any:
