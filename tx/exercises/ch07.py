@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import LayerConfig
-from ..layers import FeedForward, Residual
+from ..layers import FeedForward, Residual, RMSNorm
 from . import CheckFailed, assert_tensor, call, forbidding, passed
 
 __all__ = ["check_rms_norm", "check_post_ln_step", "check_pre_ln_stack"]
@@ -42,10 +42,18 @@ def _rms(x: Tensor, eps: float) -> Tensor:
     return torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
-# Torch's own RMSNorm (torch 2.4 and later) and LayerNorm: the exercise is to write it.
+# Torch's own RMSNorm (torch 2.4 and later), tx's and LayerNorm: the exercise is to write it.
 _NORMS = [(owner, name) for owner, name in [(F, "rms_norm"), (torch, "rms_norm"), (F, "layer_norm"),
-                                            (torch, "layer_norm"), (nn.LayerNorm, "forward")]
+                                            (torch, "layer_norm"), (nn.LayerNorm, "forward"), (RMSNorm, "forward")]
           if hasattr(owner, name)] + ([(nn.RMSNorm, "forward")] if hasattr(nn, "RMSNorm") else [])
+
+
+def _tx_rms_norm(x: Tensor, gain: Tensor, eps: float) -> Tensor:
+    """tx.RMSNorm (what a model with norm="rms" uses) with this gain: what an answer is compared with."""
+    norm = RMSNorm(x.size(-1), eps)
+    with torch.no_grad():
+        norm.weight.copy_(gain)
+        return norm(x)
 
 
 def _call_rms_norm(rms_norm: Callable[..., Tensor], *args: object) -> object:
@@ -96,10 +104,10 @@ def check_rms_norm(rms_norm: Callable[..., Tensor]) -> None:
     if isinstance(got, Tensor) and got.shape == x.shape and got.is_floating_point():
         if hint := _rms_mistake(got.detach().float(), x, gain, 1e-5):
             raise CheckFailed(hint)
-    assert_tensor(got, x / _rms(x, 1e-5) * gain, "rms_norm(x, gain, 1e-5) on x of shape (2, 3, 5)")
+    assert_tensor(got, _tx_rms_norm(x, gain, 1e-5), "rms_norm(x, gain, 1e-5) on x of shape (2, 3, 5)")
     # Another shape, one the learner never sees: [..., D] with three leading axes and D = 7.
     x, gain = torch.randn(2, 2, 3, 7, generator=g) * 4 - 1, torch.rand(7, generator=g) + 0.5
-    assert_tensor(_call_rms_norm(rms_norm, x.clone(), gain, 1e-5), x / _rms(x, 1e-5) * gain,
+    assert_tensor(_call_rms_norm(rms_norm, x.clone(), gain, 1e-5), _tx_rms_norm(x, gain, 1e-5),
                   "rms_norm(x, gain, 1e-5) on x of shape (2, 2, 3, 7)")
     # A vector of zeros, whose root mean square is 0: only eps keeps 0 / 0 from being nan. And a
     # nearly-zero vector, where eps outside the root would give other numbers than eps inside.
@@ -115,9 +123,10 @@ def check_rms_norm(rms_norm: Callable[..., Tensor]) -> None:
             if torch.allclose(got, small / (small.pow(2).mean(-1, keepdim=True).sqrt() + eps), atol=1e-5):
                 raise CheckFailed("eps belongs inside the square root: divide by sqrt(mean(x**2) + eps), not "
                                   "sqrt(mean(x**2)) + eps. The two differ for a vector close to zero.")
-        assert_tensor(got, small / _rms(small, eps),
+        assert_tensor(got, _tx_rms_norm(small, ones, eps),
                       f"rms_norm of a zero and a nearly-zero vector with eps={eps} (eps goes inside the root)")
-    passed("your rms_norm divides each vector by its root mean square and applies the gain, eps included.")
+    passed("your rms_norm divides each vector by its root mean square and applies the gain, eps included: "
+           "it is tx.RMSNorm, which a model built with norm=\"rms\" uses wherever it normalises.")
 
 
 class _FixedDropout(nn.Module):
