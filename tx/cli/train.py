@@ -51,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="CPU threads; sums split over threads round differently, and 2 wrote the book's checkpoint")
     parser.add_argument("--precision", choices=list(parallel.PRECISIONS), default="fp32",
                         help="bf16 or fp16 (CUDA only): train under torch.autocast; the checkpoint stays fp32")
+    parser.add_argument("--compile", action="store_true",
+                        help="train through torch.compile (the first steps pay for compiling; see bench/README.md)")
     _add_real_corpus_args(parser)
     args = parser.parse_args(argv)
     world = parallel.init_from_env()  # under torchrun: one of WORLD_SIZE processes, gloo on CPU, nccl on GPUs
@@ -110,7 +112,8 @@ def _check_args(args: argparse.Namespace) -> TrainConfig:
         raise ValueError(f"--batch-size {args.batch_size} is the global batch of all {world.size} processes and "
                          f"must split evenly over them; give a multiple of {world.size}.")
     return preset.__class__(**{**vars(preset), "steps": args.steps, "batch_size": args.batch_size,
-                               "seed": args.seed, "minutes": minutes, "precision": precision})
+                               "seed": args.seed, "minutes": minutes, "precision": precision,
+                               "compile": getattr(args, "compile", False)})
 
 
 def _load(args: argparse.Namespace, max_len: int | None = None) -> data.ParallelCorpus:

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from .. import data
 # tx.scale's pieces, by the name fit and batch_loss give them (tx.scale itself runs fit, so it sits above)
 from .. import parallel as scale
-from ..checks import check_float, check_int, check_same, check_tensor, guarded
+from ..checks import check_bool, check_float, check_int, check_same, check_tensor, guarded
 from ..data import check_lengths
 from ..model import Transformer
 from ..progress import progress_bar as _progress_bar  # fit's name for it
@@ -55,11 +55,13 @@ class TrainConfig:
     save_every: int = 500  #: steps between the calls of fit's `save` (a checkpoint to resume from)
     bucket: int = 0  #: > 0: batches of like-length sentences, sorted within runs of this many batches (less padding)
     precision: str = "fp32"  #: "bf16" or "fp16" (CUDA only): matrix multiplies under torch.autocast; weights stay fp32
+    compile: bool = False  #: train through torch.compile: the model's forward is one graph (tests/test_compile.py)
 
     def __post_init__(self) -> None:
         if self.precision not in scale.PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(scale.PRECISIONS)}, got {self.precision!r}.")
         check_int("bucket", self.bucket, low=0)
+        check_bool("compile", self.compile)
         for name in ("steps", "batch_size", "warmup", "eval_every", "save_every"):
             check_int(name, getattr(self, name), low=1)
         if self.minutes is not None:
@@ -243,6 +245,7 @@ def fit(
     torch.manual_seed(config.seed + start.step + 7919 * world.rank)
     # DDP under torchrun; fp16's scaler
     net, scaler = scale.wrap(model), scale.grad_scaler(config.precision, dev)
+    net = torch.compile(net) if config.compile else net
     optimizer = make_optimizer(model)
     schedule = warmup_schedule(
         optimizer, model.config.d_model, config.warmup, config.lr_factor
