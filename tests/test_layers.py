@@ -73,6 +73,14 @@ def test_encoder_passes_its_activation_to_every_layer():
     assert [layer.feed_forward.activation for layer in enc.layers] == ["gelu", "gelu"]
 
 
+def kinds(model):
+    return {type(m).__name__ for m in model.modules() if isinstance(m, (torch.nn.LayerNorm, tx.RMSNorm))}
+
+
+def count(model):
+    return sum(p.numel() for p in model.parameters())
+
+
 def test_rms_norm_is_torch_s_and_does_not_centre():
     torch.manual_seed(0)
     ours, theirs = tx.RMSNorm(8), torch.nn.RMSNorm(8, eps=1e-5)
@@ -94,12 +102,10 @@ def test_norm_rms_puts_rms_norm_in_every_place_a_norm_is(norm_first):
     torch.manual_seed(0)
     layer_norm = tx.Transformer(**sizes, norm_first=norm_first)
     rms = tx.Transformer(**sizes, norm_first=norm_first, norm="rms")
-    kinds = lambda model: {type(m).__name__ for m in model.modules() if isinstance(m, (torch.nn.LayerNorm, tx.RMSNorm))}
     assert kinds(layer_norm) == {"LayerNorm"} and kinds(rms) == {"RMSNorm"}
     n_norms = sum(isinstance(m, tx.RMSNorm) for m in rms.modules())
     assert n_norms == 2 * 2 + 3 * 2 + (2 if norm_first else 0)  # residuals, and pre-LN's final norms
     # every norm loses its bias of d_model numbers, nothing else changes
-    count = lambda model: sum(p.numel() for p in model.parameters())
     assert count(layer_norm) - count(rms) == n_norms * 16
     src, tgt = torch.tensor([[4, 5, 6, 2]]), torch.tensor([[1, 7, 8]])
     assert rms(src, tgt).shape == (1, 3, 12)

@@ -2,7 +2,6 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-import tx
 from conftest import tiny_model
 from torch_reference import reference_from
 

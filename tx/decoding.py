@@ -9,7 +9,6 @@ Both work with any model that offers ``encode(src)``, ``decode(memory, src, tgt,
 
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator

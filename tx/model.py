@@ -12,7 +12,6 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-import torch
 from torch import Tensor, nn
 
 from .checks import check_dtype, check_tensor, check_tokens, guarded
