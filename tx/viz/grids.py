@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .decoding_trees import probability_bars
-from .style import figure_size
+from .style import _to_numpy, figure_size
 from .tensors import vector_boxes
 
 __all__ = ["probability_grid", "share_scale", "vector_panels"]
@@ -56,7 +56,7 @@ def probability_grid(
             continue
         p = dists[i]
         probability_bars(p, tokens, ax=ax, top_k=top_k, label_inside=label_inside, title=titles[i],
-                         highlight=int(np.argmax(np.asarray(p))) if highlight is None else highlight[i])
+                         highlight=int(np.argmax(_to_numpy(p))) if highlight is None else highlight[i])
         if tick_rotation is not None:
             plt.setp(ax.get_xticklabels(), rotation=tick_rotation, ha="right")
         if i % ncols:
