@@ -39,7 +39,7 @@ LIVE_STAMP := $(LIVE)/.exported
 LIVE_CHECKPOINTS := tx/checkpoints/fr_en_small.safetensors tx/checkpoints/fr_en_real.safetensors
 
 .PHONY: book test unit book-once site-after-book unit-once lab-after-unit zip-after-book live-after-book notebooks lab clean vendor \
-	chromium site-test zip-test lab-test live-models serve lock course
+	chromium site-test zip-test lab-test live-models serve lock course chapter
 
 # The environment is locked: requirements.lock holds every package's exact version and
 # SHA-256 (generated from requirements.txt by `make lock`), for Linux x86-64 and Python 3.11,
@@ -261,6 +261,28 @@ lab-test: $(STAMP) chromium
 COURSE_DIR ?= course
 course: $(STAMP)
 	$(PARALLEL) $(BIN)/python -m tx.exercises course $(COURSE_DIR) --check
+
+## chapter: what a change to one chapter needs, `make chapter N=06` (N=A1 for the appendix), a
+## few minutes: the chapter's rules and its learner edition (tests/test_notebooks.py,
+## test_code_column.py and test_learner_edition.py, the tests whose ids name the chapter) with its
+## exercise checkers' tests (tests/test_exercises_ch06.py), selected as chapters/README.md says;
+## its nbgrader assignment written and graded (make course's check, this assignment only, in
+## _build/chapter-course); then the notebook top to bottom in a fresh kernel, as `make book` runs
+## it (_ext/execute_chapters.py, into a cache of its own, so the build's is left alone).
+CHAPTER_IDS := $(sort $(foreach p,$(notdir $(wildcard chapters/*.ipynb)),$(firstword $(subst _, ,$(p)))))
+# ch06 for N=06, a1 for N=A1: the course's assignment, and the checkers' test file.
+ASSIGNMENT = $(if $(filter A%,$(N)),$(subst A,a,$(N)),ch$(N))
+ifneq ($(filter chapter,$(MAKECMDGOALS)),)
+ifneq ($(filter $(N),$(CHAPTER_IDS))-$(words $(N)),$(N)-1)
+$(error make chapter needs N=, one chapter of $(CHAPTER_IDS) (make chapter N=06), not N="$(N)")
+endif
+endif
+chapter: $(STAMP)
+	$(PARALLEL) $(BIN)/pytest -q tests/test_notebooks.py tests/test_code_column.py tests/test_learner_edition.py \
+	   tests/test_exercises_$(ASSIGNMENT).py -k "$(N)_ or $(ASSIGNMENT)"
+	rm -rf _build/chapter-course
+	$(PARALLEL) $(BIN)/python -m tx.exercises course _build/chapter-course --only $(ASSIGNMENT) --check
+	$(BIN)/python _ext/execute_chapters.py --jobs 1 --cache _build/chapter-cache chapters/$(N)_*.ipynb
 
 ## lab: JupyterLab on the learner edition in workbook/, in the same environment as the tests.
 ## The committed chapters are never opened, so JupyterLab's autosave cannot write into them;
