@@ -16,6 +16,9 @@ still a circle), the ``if __name__ == "__main__":`` block too: a module that han
 ``python -m`` over to a command which imports it back is a circle to every reader of the
 imports. A runnable package's ``__main__.py`` is its own module, which nothing imports.
 
+The repository's own layout is held to its map the same way: the table "The repository" at the
+top of README.md names every top-level file and folder git tracks, and nothing else.
+
 Set ``TX_LAYOUT_ROOT`` to another checkout's ``tx`` folder to check that one (and its README.md) instead.
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -187,6 +191,20 @@ def test_imports_go_down_the_layer_table():
     assert not upward, "imports up tx/README.md's layer table:\n" + "\n".join(upward)
     # The command entries sit above every row: nothing imports them.
     assert not [name for name in MODULES if any(is_main(dep) for dep in imports(name))]
+
+
+def test_readme_maps_every_top_level_file_and_folder():
+    root = TX.parent
+    listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip(f"{root} is no git checkout (book-source.zip holds no .git): nothing says what is tracked")
+    tracked = {path.split("/")[0] for path in listed.stdout.splitlines()}
+    text = (root / "README.md").read_text(encoding="utf-8")
+    section = text.split("## The repository\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    mapped = {name.rstrip("/") for row in rows for name in re.findall(r"`([^`]+)`", row)}
+    assert tracked - mapped == set(), "add these to README.md's map, \"The repository\""
+    assert mapped - tracked == set(), "README.md's map names what git does not track"
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
