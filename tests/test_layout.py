@@ -195,9 +195,11 @@ def test_imports_go_down_the_layer_table():
 
 def test_readme_maps_every_top_level_file_and_folder():
     root = TX.parent
-    listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
-    if listed.returncode != 0:
-        pytest.skip(f"{root} is no git checkout (book-source.zip holds no .git): nothing says what is tracked")
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root.resolve():
+        pytest.skip(f"{root} is not the top of a git checkout (book-source.zip holds no .git): "
+                    "nothing says what is tracked")
+    listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True)
     tracked = {path.split("/")[0] for path in listed.stdout.splitlines()}
     text = (root / "README.md").read_text(encoding="utf-8")
     section = text.split("## The repository\n", 1)[1].split("\n## ", 1)[0]
