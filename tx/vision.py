@@ -317,10 +317,10 @@ def _rate(step: int, d_model: int, config: Any) -> float:
 def _train_step(model: VisionTransformer, optimizer: torch.optim.Optimizer, images: Tensor, labels: Tensor,
                 config: Any, step: int) -> float:
     """One optimiser step on a batch; returns its loss, after stopping the run if it is NaN or infinite."""
-    from .train import _check_finite
+    from .train import _stop_if_diverged
 
     loss = classification_loss(model(images), labels, config.label_smoothing)
-    _check_finite(loss.item(), step, config)
+    _stop_if_diverged(loss.item(), step, config)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
