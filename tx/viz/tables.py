@@ -22,15 +22,15 @@ def _cell(value: Any) -> str:
 def markdown_table(
     header: Sequence[str],
     rows: Iterable[Sequence[Any]],
-    align: Sequence[str] | None = None,
     intro: str | None = None,
+    align: Sequence[str] | None = None,
 ) -> Any:
     """A Markdown table (IPython's ``Markdown``) with one column per name in ``header``.
 
     Each row gives one value per column, written with ``str`` (a value that is already a
-    string keeps its Markdown: ``*italic*``, ``**bold**``, `` `code` ``). ``align`` gives each
-    column's alignment, "left" (the default), "right" or "center"; ``intro``, a paragraph
-    shown above the table.
+    string keeps its Markdown: ``*italic*``, ``**bold**``, `` `code` ``). ``intro`` is a
+    paragraph shown above the table; ``align`` gives each column's alignment, "left" (the
+    default), "right" or "center".
     """
     from IPython.display import Markdown
 
