@@ -7,8 +7,10 @@ same weights and the same 30 cached positions (the setting of ``decode_step_over
 steadiest on a shared machine:
 
 - one step's CPU time of this process (not wall-clock), both versions timed in alternating
-  rounds; the median of the rounds' ratios, with its quartiles;
-- the checks a step runs (token ids, the memory, the cache), alone, best of many repeats;
+  rounds; the median of the rounds' ratios, with its quartiles. A tx with ``tx.checks.guarded``
+  is timed as its decoding loops run a step (inside one checked call: ``checked_once``), and
+  also called directly, when ``decode`` checks its arguments first;
+- the checks a direct call runs (token ids, the memory, the cache), alone, best of many repeats;
 - the Python function calls of one step, counted by cProfile: a count, no timing at all.
 
     python bench/decode_step_ab.py --baseline 58fb427
@@ -45,8 +47,13 @@ def import_baseline(rev: str, folder: Path):
     return txbase
 
 
-def cached_step(model, src: torch.Tensor, tokens: torch.Tensor, t: int) -> tuple[Callable[[], torch.Tensor], tuple]:
-    """step() decodes one more token at position t, the cache rewound before each call; and (memory, cache)."""
+def cached_step(
+    model, src: torch.Tensor, tokens: torch.Tensor, t: int, in_loop: bool = False
+) -> tuple[Callable[[], torch.Tensor], tuple]:
+    """step() decodes one more token at position t, the cache rewound before each call; and (memory, cache).
+
+    ``in_loop``: the step as greedy_decode and beam_search run it, inside their one checked call.
+    """
     memory = model.encode(src)
     cache = model.new_cache(64)
     for _ in range(t):
@@ -55,6 +62,9 @@ def cached_step(model, src: torch.Tensor, tokens: torch.Tensor, t: int) -> tuple
     def step() -> torch.Tensor:
         for c in cache.self_attn:
             c.length = t
+        if in_loop:
+            with tx.checks.checked_once():
+                return model.decode(memory, src, tokens, cache)
         return model.decode(memory, src, tokens, cache)
 
     return step, (memory, cache)
@@ -65,7 +75,7 @@ def best_of(runs: dict[str, Callable[[], object]], number: int, repeat: int, clo
     best, ratios = dict.fromkeys(runs, float("inf")), []
     for r in range(repeat):
         got = {}
-        for name in list(runs) if r % 2 == 0 else list(runs)[::-1]:
+        for name in list(runs) if r % 2 == 0 else list(runs)[::-1]:  # alternating order
             t0 = clock()
             for _ in range(number):
                 runs[name]()
@@ -92,8 +102,10 @@ def main() -> None:
         src, tokens = torch.randint(4, vocab, (B, 20)), torch.randint(4, vocab, (B, 1))
         with torch.inference_mode():
             (base_step, _), (new_step, (memory, cache)) = (cached_step(m, src, tokens, t) for m in (base, new))
+            loop_step, _ = cached_step(new, src, tokens, t, in_loop=True)
             torch.testing.assert_close(new_step(), base_step())
-            steps = {"base": base_step, "new": new_step}
+            torch.testing.assert_close(loop_step(), base_step())
+            steps = {"base": base_step, "new": loop_step, "new, called directly": new_step}
             calls = {}
             for name, step in steps.items():
                 profile = cProfile.Profile()
@@ -102,17 +114,18 @@ def main() -> None:
             cpu, ratios = best_of(steps, args.steps, args.rounds, time.process_time)
             base_checks = txbase.model.check_tokens  # there it lived in tx.model
             _, (base_memory, base_cache) = cached_step(base, src, tokens, t)
-            checks = {  # what decode checks before any arithmetic, in each version
+            checks = {  # what a direct call of decode checks before any arithmetic, in each version
                 "base": lambda: (base_checks(tokens, vocab, 65, "tgt", t),
-                                 base._check_memory(base_memory, src, tokens)),
-                "new": lambda: (tx.checks.check_tokens(tokens, vocab, 65, "tgt", t),
-                                new._check_memory(memory, src, tokens, cache), memory is not cache.memory),
+                                 base._check_memory(base_memory, src, tokens, base_cache)),
+                "new": lambda: tx.model._check_decode(new, memory, src, tokens, cache),
             }
             check_best, _ = best_of(checks, 200, args.rounds)
     q = statistics.quantiles(ratios, n=4)
     print(f"baseline {args.baseline}; threads={torch.get_num_threads()}; batch {B}, {t} cached positions")
-    print(f"Python function calls in one step: base {calls['base']}, new {calls['new']}")
-    print(f"one step, CPU time, best: base {cpu['base'] * 1e6:.1f} us, new {cpu['new'] * 1e6:.1f} us; "
+    print(f"Python function calls in one step: base {calls['base']}, new {calls['new']} "
+          f"({calls['new, called directly']} called directly)")
+    print(f"one step, CPU time, best: base {cpu['base'] * 1e6:.1f} us, new {cpu['new'] * 1e6:.1f} us "
+          f"({cpu['new, called directly'] * 1e6:.1f} us called directly); "
           f"new/base by round: median {statistics.median(ratios):.3f} (quartiles {q[0]:.3f} to {q[2]:.3f})")
     print(f"the step's checks alone, best: base {check_best['base'] * 1e6:.2f} us, new {check_best['new'] * 1e6:.2f} us")
 
