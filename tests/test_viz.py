@@ -584,7 +584,7 @@ def test_show_source_of_a_method_starts_at_the_left_margin():
     from tx.multi_head import MultiHeadAttention
 
     code = viz.show_source(MultiHeadAttention.forward).data
-    assert code.startswith("@guarded(_check_inputs)\ndef forward(")  # the guard's line, then the method
+    assert code.startswith("@guarded(check_inputs)\ndef forward(")  # the guard's line, then the method
     assert "class MultiHeadAttention" not in code  # the method only, not the whole class
     whole = viz.show_source(MultiHeadAttention).data
     assert whole.startswith("class MultiHeadAttention") and code.strip() in whole.replace("\n    ", "\n")

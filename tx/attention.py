@@ -41,6 +41,11 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
             f"the leading (batch, head) axes of query {tuple(query.shape)}, key {tuple(key.shape)} and "
             f"value {tuple(value.shape)} do not broadcast together; give them the same leading sizes."
         ) from None
+    if not query.dtype == key.dtype == value.dtype:
+        raise TypeError(
+            f"query, key and value must hold numbers of one dtype to be multiplied together: got "
+            f"{query.dtype}, {key.dtype} and {value.dtype}. Convert them with `.to({query.dtype})`."
+        )
     if key.size(-2) != value.size(-2):
         raise ValueError(
             f"key and value must hold one vector per key position: key has {key.size(-2)} positions "
@@ -127,7 +132,7 @@ def self_attention_by_vectors(
         scores = scores / math.sqrt(d_k)
         # Step 4: softmax, so the scores are positive and add up to 1.
         weights = scores.softmax(dim=0)  # [n]
-        # Step 5: weight each value vector by its score.
+        # Step 5: weight each value vector by its softmax weight.
         weighted = [weights[j] * v[j] for j in range(n)]  # n x [Dv]
         # Step 6: sum the weighted values: the output for word i.
         Z.append(torch.stack(weighted).sum(dim=0))  # [Dv]

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from .checks import check_dtype, check_int, check_tensor, guarded
 from .config import LayerConfig
 from .layers import FeedForward, Residual, make_norm
-from .multi_head import KVCache, MultiHeadAttention
+from .multi_head import KVCache, MultiHeadAttention, check_inputs
 
 __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
 
@@ -62,11 +62,20 @@ def _check_stack(
     decoder: "Decoder", x: Tensor, memory: Tensor, src_mask: Tensor | None = None,
     tgt_mask: Tensor | None = None, cache: DecoderCache | None = None,
 ) -> None:
-    """x [B, T, D] and memory [B, S, D], both of the weights' dtype."""
+    """x [B, T, D] and memory [B, S, D], both of the weights' dtype; masks and a cache that fit."""
     weights = decoder.layers[0].cross_attn.w_q.weight
     for name, value in (("x", x), ("memory", memory)):
         check_tensor(name, value, dims=3, floating=True)
         check_dtype(name, value, weights, "the decoder")
+    if cache is not None and not (isinstance(cache, DecoderCache) and len(cache.self_attn) == len(decoder.layers)):
+        raise TypeError(
+            f"cache must be a DecoderCache of {len(decoder.layers)} layers, from the model's new_cache(); "
+            f"got {type(cache).__name__}."
+        )
+    # what every layer's two attentions would check: the first layer's stand for all
+    first = decoder.layers[0]
+    check_inputs(first.self_attn, x, x, x, tgt_mask, cache=None if cache is None else cache.self_attn[0])
+    check_inputs(first.cross_attn, x, memory, memory, src_mask, cache=None if cache is None else cache.cross_attn[0])
 
 
 class DecoderLayer(nn.Module):

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from .checks import check_dtype, check_tensor, guarded
 from .config import LayerConfig
 from .layers import FeedForward, Residual, make_norm
-from .multi_head import KVCache, MultiHeadAttention
+from .multi_head import KVCache, MultiHeadAttention, check_inputs
 
 __all__ = ["EncoderLayer", "Encoder"]
 
@@ -18,7 +18,7 @@ __all__ = ["EncoderLayer", "Encoder"]
 def _check_stack(
     encoder: "Encoder", x: Tensor, mask: Tensor | None = None, caches: list[KVCache] | None = None
 ) -> None:
-    """x [B, S, D] of the weights' dtype; one cache per layer, if any."""
+    """x [B, S, D] of the weights' dtype, a mask its self-attention can use; one cache per layer, if any."""
     if caches is not None and len(caches) != len(encoder.layers):
         raise ValueError(
             f"caches must hold one KVCache per layer "
@@ -26,6 +26,8 @@ def _check_stack(
         )
     check_tensor("x", x, dims=3, floating=True)
     check_dtype("x", x, encoder.layers[0].self_attn.w_q.weight, "the encoder")
+    # what every layer's self-attention would check: the first layer's stands for all
+    check_inputs(encoder.layers[0].self_attn, x, x, x, mask, cache=None if caches is None else caches[0])
 
 
 class EncoderLayer(nn.Module):

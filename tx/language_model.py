@@ -69,7 +69,7 @@ def _check_cache(cache: LanguageModelCache | None, n_layers: int) -> int:
     return cache.length
 
 
-def _check_config(config: object) -> None:
+def _check_config(model: "LanguageModel", config: object) -> None:
     if not isinstance(config, LanguageModelConfig):
         raise TypeError(f"config must be a tx.LanguageModelConfig, got {type(config).__name__}.")
 
@@ -94,7 +94,7 @@ class LanguageModel(nn.Module):
     config says so). Build it with ``LanguageModel(LanguageModelConfig.small(V))``.
     """
 
-    @guarded(lambda self, config: _check_config(config))
+    @guarded(_check_config)
     def __init__(self, config: LanguageModelConfig):
         super().__init__()
         c = self.config = config

@@ -24,6 +24,10 @@ from .config import LayerConfig
 __all__ = ["FeedForward", "Residual", "Dropout", "RMSNorm", "make_norm"]
 
 
+def _check_p(dropout: "Dropout", p: float = 0.1) -> None:
+    check_float("dropout probability p", p, 0, 1, high_open=True)
+
+
 class Dropout(nn.Module):
     """Inverted dropout: in training, zero each entry with probability p and scale the rest by 1/(1-p).
 
@@ -32,7 +36,7 @@ class Dropout(nn.Module):
     at the book's size dropout masks are a fifth of a training step.
     """
 
-    @guarded(lambda self, p=0.1: check_float("dropout probability p", p, 0, 1, high_open=True))
+    @guarded(_check_p)
     def __init__(self, p: float = 0.1):
         super().__init__()
         self.p = p
@@ -107,7 +111,7 @@ class Residual(nn.Module):
     (``norm_first=True``, what most models trained today use because it trains
     stably without warm-up): ``x + Dropout(sublayer(LayerNorm(x)))``. Dropout
     sits where paper 5.4 puts it: on the sub-layer's output, before it is
-    added to the input.
+    added to the input. ``config.norm="rms"`` puts RMSNorm where LayerNorm is.
     """
 
     def __init__(self, config: LayerConfig):
@@ -122,10 +126,5 @@ class Residual(nn.Module):
         """Apply ``sublayer`` to ``x`` [B, T, D] with the residual and the
         norm; returns [B, T, D]."""
         if self.norm_first:
-            return x + self._drop(sublayer(self.norm(x)))
-        return self.norm(x + self._drop(sublayer(x)))
-
-    def _drop(self, y: Tensor) -> Tensor:
-        # Dropout is the identity in eval mode; skipping the module call saves
-        # its overhead at every generated token while decoding.
-        return self.dropout(y) if self.training else y
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))

@@ -19,7 +19,7 @@ from .config import TransformerConfig
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
 from .masks import causal_mask, padding_mask
-from .multi_head import MultiHeadAttention
+from .multi_head import MultiHeadAttention, check_room
 from .positional_encoding import Embedding
 
 __all__ = ["Transformer"]  # check_tokens, imported here from tx.checks, stays importable from tx.model
@@ -66,12 +66,7 @@ def _check_decode(
         )
     check_dtype("memory", memory, model.generator.weight)
     if cache is not None:
-        own = cache.self_attn[0]
-        if start + tgt.size(1) > own.max_len:
-            raise ValueError(
-                f"the key/value cache holds {own.max_len} positions and step "
-                f"would reach {start + tgt.size(1)}; make the cache with a larger max_len."
-            )
+        check_room(cache.self_attn[0], tgt.size(1))
         cache.bind(memory)
 
 

@@ -18,7 +18,7 @@ from .attention import attention
 from .checks import check_dtype, check_float, check_heads, check_int, check_tensor, guarded
 from .masks import check_mask
 
-__all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "KVCache"]
+__all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "KVCache", "check_inputs", "check_room"]
 
 
 # The checks, which guarded runs once per call before the computation.
@@ -33,8 +33,9 @@ def _check_merge(x: Tensor) -> None:
     check_tensor("x", x, dims=4)
 
 
-def _check_update(cache: "KVCache", k: Tensor, v: Tensor) -> None:
-    end = cache.length + k.size(2)
+def check_room(cache: "KVCache", n: int) -> None:
+    """A growing cache has room for ``n`` more positions."""
+    end = cache.length + n
     if not cache.static and end > cache.max_len:
         raise ValueError(
             f"the key/value cache holds {cache.max_len} positions and step "
@@ -42,12 +43,16 @@ def _check_update(cache: "KVCache", k: Tensor, v: Tensor) -> None:
         )
 
 
+def _check_update(cache: "KVCache", k: Tensor, v: Tensor) -> None:
+    check_room(cache, k.size(2))
+
+
 def _check_sizes(mha: "MultiHeadAttention", d_model: int, n_heads: int, dropout: float = 0.0) -> None:
     check_heads(d_model, n_heads)
     check_float("dropout", dropout, 0, 1, high_open=True)
 
 
-def _check_inputs(
+def check_inputs(
     mha: "MultiHeadAttention", query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
     need_weights: bool = False, cache: "KVCache | None" = None,
 ) -> None:
@@ -65,7 +70,7 @@ def _check_inputs(
     for name, x in (("query", query), ("key", key), ("value", value)):
         check_dtype(name, x, mha.w_q.weight, "the attention layer")
     if cache is not None:
-        _check_update(cache, key[:, None], value[:, None])  # [B, 1, Tk, D]: the positions it would add
+        check_room(cache, key.size(1))
     if mask is not None:
         Tk = key.size(1) if cache is None else cache.k.size(2) if cache.filled else cache.length + key.size(1)
         check_mask(mask, (query.size(0), mha.n_heads, query.size(1), Tk))
@@ -160,7 +165,7 @@ class MultiHeadAttention(nn.Module):
         self.record = False  # keep attention weights on every call (see Transformer.recording_attention)
         self.attention_weights: Tensor | None = None
 
-    @guarded(_check_inputs)
+    @guarded(check_inputs)
     def forward(
         self,
         query: Tensor,
@@ -180,18 +185,24 @@ class MultiHeadAttention(nn.Module):
         return self.w_o(merge_heads(z))  # [B, Tq, D]
 
     def project(
-        self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None = None
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Q = query W^Q, K = key W^K, V = value W^V, each split into H heads.
 
-        Returns [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]. With a cache, K and V also
-        hold every earlier position's keys and values.
+        Returns [B, H, Tq, Dh], [B, H, Tk, Dh], [B, H, Tk, Dh]. With a cache,
+        K and V also hold every earlier position's keys and values.
         """
         H = self.n_heads
-        if cache is not None and cache.filled:  # cross-attention: the memory was projected at step 1
+        if cache is not None and cache.filled:
+            # cross-attention while decoding: the memory's K, V, made at step 1
             return split_heads(self.w_q(query), H), cache.k, cache.v
-        q, k, v = self._project_stacked(query, key, value, cache)
-        if cache is not None:
+        q, k, v = self._linear(query, key, value, cache)  # [B, T, D] each
+        q, k, v = split_heads(q, H), split_heads(k, H), split_heads(v, H)
+        if cache is not None:  # decoding: after the earlier positions' K, V
             k, v = cache.update(k, v)
         return q, k, v
 
@@ -208,25 +219,23 @@ class MultiHeadAttention(nn.Module):
             return z
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
 
-    def _project_stacked(
+    def _linear(
         self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """The projections of :meth:`project`, with one matrix multiply where inputs coincide.
+        """query W^Q, key W^K, value W^V: [B, Tq, D], [B, Tk, D], [B, Tk, D].
 
-        Self-attention (query, key and value the same tensor) stacks W^Q, W^K and W^V into
-        one [3D, D] matrix, whose output splits into 3H heads, the first H of them the
-        queries'; keys and values from the same memory stack two. The same arithmetic as
-        three products, in one larger one.
+        Where the inputs are one tensor, one matrix multiply does the work of two or three:
+        self-attention stacks W^Q, W^K and W^V into one [3D, D] matrix and splits the
+        output's features in three; keys and values from the same memory stack two. The
+        same arithmetic, in one larger product.
         """
-        H = self.n_heads
         if query is key and key is value:  # self-attention
             w, b = self._stacked(cache, self.w_q, self.w_k, self.w_v)  # [3D, D], [3D]
-            return split_heads(F.linear(query, w, b), 3 * H).chunk(3, dim=1)  # each [B, H, T, Dh]
+            return F.linear(query, w, b).chunk(3, dim=-1)
         if key is value:  # keys and values from the same memory
             w, b = self._stacked(cache, self.w_k, self.w_v)  # [2D, D], [2D]
-            k, v = split_heads(F.linear(key, w, b), 2 * H).chunk(2, dim=1)  # each [B, H, Tk, Dh]
-            return split_heads(self.w_q(query), H), k, v
-        return tuple(split_heads(w(x), H) for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+            return (self.w_q(query), *F.linear(key, w, b).chunk(2, dim=-1))
+        return self.w_q(query), self.w_k(key), self.w_v(value)
 
     def _stacked(self, cache: KVCache | None, *layers: nn.Linear) -> tuple[Tensor, Tensor]:
         """The layers' weights [n*D, D] and biases [n*D], stacked.

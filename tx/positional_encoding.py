@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .checks import check_bool, check_choice, check_int, check_tensor, check_tokens, guarded
+from .checks import check_bool, check_choice, check_float, check_int, check_tensor, check_tokens, guarded
 from .config import POSITIONS
 from .layers import Dropout
 
@@ -47,6 +47,7 @@ def _check_embedding(
 ) -> None:
     """Token ids [B, T] of the vocabulary at positions inside the table."""
     rows, vocab = embedding.max_len, embedding.token.num_embeddings
+    check_int("start", start, low=0)
     if positions is None:
         if isinstance(tokens, Tensor) and tokens.dim() == 2:
             check_rows(start, tokens.size(1), rows)
@@ -73,9 +74,13 @@ def positional_encoding(max_len: int, d_model: int) -> Tensor:
     return pe  # [L, D]
 
 
-def _check_learned(max_len: int, d_model: int) -> None:
+def _check_learned(table: "LearnedPositions | None", max_len: int, d_model: int) -> None:
     check_int("max_len", max_len, low=1)
     check_int("d_model", d_model, low=1)
+
+
+def _check_length(table: "LearnedPositions", length: int, start: int = 0) -> None:
+    check_rows(start, length, table.table.size(0))
 
 
 class LearnedPositions(nn.Module):
@@ -84,12 +89,12 @@ class LearnedPositions(nn.Module):
     Rows start small (normal, std 0.02, as GPT-2 initialises them) and are learned with the rest.
     """
 
-    @guarded(lambda self, max_len, d_model: _check_learned(max_len, d_model))
+    @guarded(_check_learned)
     def __init__(self, max_len: int, d_model: int):
         super().__init__()
         self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)  # [L, D]
 
-    @guarded(lambda self, length, start=0: check_rows(start, length, self.table.size(0)))
+    @guarded(_check_length)
     def forward(self, length: int, start: int = 0) -> Tensor:
         """The rows of positions start .. start+length-1: [T, D]."""
         return self.table[start : start + length]  # [T, D]
@@ -99,9 +104,15 @@ def _check_sizes(
     embedding: "Embedding", vocab_size: int, d_model: int, max_len: int, dropout: float = 0.1,
     positions: str = "sinusoidal", scale: bool = True,
 ) -> None:
+    # everything the parts it builds would check: their own checks do not run inside this one
     check_int("vocab_size", vocab_size, low=1)
     check_choice("positions", positions, POSITIONS)
     check_bool("scale", scale)
+    if positions == "sinusoidal":
+        _check_table(max_len, d_model)
+    else:
+        _check_learned(None, max_len, d_model)
+    check_float("dropout probability p", dropout, 0, 1, high_open=True)
 
 
 class Embedding(nn.Module):

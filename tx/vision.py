@@ -136,7 +136,7 @@ class VisionConfig(LayerConfig):
         return cls(**{**sizes, **overrides})
 
 
-def _check_config(config: object, sizes: dict[str, Any]) -> None:
+def _check_config(model: "VisionTransformer", config: object = None, **sizes: Any) -> None:
     if config is not None and sizes:
         raise TypeError("give a VisionConfig or its fields as keywords, not both: config.replace(...) changes a few.")
     if config is not None and not isinstance(config, VisionConfig):
@@ -180,7 +180,7 @@ class VisionTransformer(nn.Module):
     patch_size=..., ...)`` with its fields (the rest keep :meth:`VisionConfig.digits`'s values).
     """
 
-    @guarded(lambda self, config=None, **sizes: _check_config(config, sizes))
+    @guarded(_check_config)
     def __init__(self, config: VisionConfig | None = None, **sizes: Any):
         super().__init__()
         c = self.config = VisionConfig(**sizes) if config is None else config
