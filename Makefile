@@ -263,7 +263,7 @@ course: $(STAMP)
 	$(PARALLEL) $(BIN)/python -m tx.exercises course $(COURSE_DIR) --check
 
 ## chapter: what a change to one chapter needs, `make chapter N=06` (N=A1 for the appendix), a
-## few minutes: the chapter's rules and its learner edition (tests/test_notebooks.py,
+## few minutes: the chapter's rules and its learner edition (tests/test_notebooks.py, test_figure_code.py,
 ## test_code_column.py and test_learner_edition.py, the tests whose ids name the chapter) with its
 ## exercise checkers' tests (tests/test_exercises_ch06.py), selected as chapters/README.md says;
 ## its nbgrader assignment written and graded (make course's check, this assignment only, in
@@ -278,7 +278,7 @@ $(error make chapter needs N=, one chapter of $(CHAPTER_IDS) (make chapter N=06)
 endif
 endif
 chapter: $(STAMP)
-	$(PARALLEL) $(BIN)/pytest -q tests/test_notebooks.py tests/test_code_column.py tests/test_learner_edition.py \
+	$(PARALLEL) $(BIN)/pytest -q tests/test_notebooks.py tests/test_code_column.py tests/test_figure_code.py tests/test_learner_edition.py \
 	   tests/test_exercises_$(ASSIGNMENT).py -k "$(N)_ or $(ASSIGNMENT)"
 	rm -rf _build/chapter-course
 	$(PARALLEL) $(BIN)/python -m tx.exercises course _build/chapter-course --only $(ASSIGNMENT) --check
