@@ -1,7 +1,7 @@
-"""Argument checks for tx's public entry points, and :func:`guarded`, which runs them.
+"""Argument checks for tx's public entry points, and :func:`~tx.checks.guarded`, which runs them.
 
 The functions a chapter teaches hold the computation only. Their checks live beside them,
-in a function of the same arguments, and :func:`guarded` runs that check before the body:
+in a function of the same arguments, and :func:`~tx.checks.guarded` runs that check before the body:
 once per call from the user, never again inside it. A model's ``forward`` checks the token
 ids; the layers it calls then trust what they are given, and the same layers called
 directly by a reader check their own input.
@@ -20,7 +20,7 @@ import contextvars
 import functools
 import math
 import numbers
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 from torch import Tensor, nn
@@ -32,11 +32,10 @@ __all__ = [
 
 ID_DTYPES = (torch.long, torch.int32)  # the index types torch's embedding lookup reads
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 _checked = contextvars.ContextVar("tx_checked", default=False)  # inside a guarded call: its check has run
 
 
-def guarded(check: Callable[..., None]) -> Callable[[_F], _F]:
+def guarded(check: Callable[..., None]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a function so that ``check(*args, **kwargs)`` runs before it, once per outside call.
 
     Inside a guarded call, every other guarded function runs without its check: the outer
@@ -46,7 +45,7 @@ def guarded(check: Callable[..., None]) -> Callable[[_F], _F]:
     caller checked its input before compiling or exporting.
     """
 
-    def decorate(fn: _F) -> _F:
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
             if torch.compiler.is_compiling() or torch.jit.is_tracing() or _checked.get():
@@ -55,7 +54,7 @@ def guarded(check: Callable[..., None]) -> Callable[[_F], _F]:
             with checked_once():
                 return fn(*args, **kwargs)
 
-        return run  # type: ignore[return-value]
+        return run
 
     return decorate
 

@@ -66,10 +66,10 @@ def probability_grid(
 
 def share_scale(axes: Sequence[Axes], limit: float | None = None) -> float:
     """Put ``vector_boxes`` panels on one colour scale, [-limit, limit], so that a shade means
-    the same number in every panel; return ``limit`` (by default the largest |value| shown).
+    the same number in every panel; return ``limit`` (by default the largest absolute value shown).
 
     The numbers in the boxes are recoloured for the new scale: white on the darkest boxes
-    (|value| above 0.6 limit), black on the others.
+    (absolute value above 0.6 limit), black on the others.
     """
     axes = list(axes)
     meshes = [ax.collections[0] for ax in axes]
