@@ -1,4 +1,4 @@
-"""Argument checks for tx's public entry points, and :func:`~tx.checks.guarded`, which runs them.
+"""Argument checks for tx's public entry points, and ``guarded``, which runs them.
 
 The functions a chapter teaches hold the computation only. Their checks live beside them,
 in a function of the same arguments, and :func:`~tx.checks.guarded` runs that check before the body:
