@@ -85,20 +85,32 @@ def best_of(runs: dict[str, Callable[[], object]], number: int, repeat: int, clo
     return best, ratios
 
 
-def main() -> None:
+def ab_arguments(steps: int, rounds: int) -> argparse.Namespace:
+    """--baseline REV, --steps and --rounds, the command line of every A/B script here."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--baseline", required=True, help="the commit whose tx to compare with")
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=30)
-    args = parser.parse_args()
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    return parser.parse_args()
+
+
+def twin_models(txbase, **sizes):
+    """A seeded tx.Transformer of ``sizes`` and the baseline's, holding the same weights: (new, base)."""
+    torch.manual_seed(0)
+    new = tx.Transformer(**sizes)
+    base = txbase.Transformer(**sizes)
+    base.load_state_dict(new.state_dict())
+    return new, base
+
+
+def main() -> None:
+    args = ab_arguments(steps=300, rounds=30)
     with tempfile.TemporaryDirectory() as folder:
         txbase = import_baseline(args.baseline, Path(folder))
-        torch.manual_seed(0)
         vocab, B, t = 300, 8, 30
-        sizes = dict(d_model=128, n_heads=4, n_layers=2, d_ff=256, dropout=0.0, max_len=65)
-        new = tx.Transformer(src_vocab_size=vocab, tgt_vocab_size=vocab, **sizes).eval()
-        base = txbase.Transformer(src_vocab_size=vocab, tgt_vocab_size=vocab, **sizes).eval()
-        base.load_state_dict(new.state_dict())
+        new, base = twin_models(txbase, src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=128, n_heads=4,
+                                n_layers=2, d_ff=256, dropout=0.0, max_len=65)
+        new, base = new.eval(), base.eval()
         src, tokens = torch.randint(4, vocab, (B, 20)), torch.randint(4, vocab, (B, 1))
         with torch.inference_mode():
             (base_step, _), (new_step, (memory, cache)) = (cached_step(m, src, tokens, t) for m in (base, new))

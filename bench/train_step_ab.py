@@ -11,7 +11,6 @@ alternating rounds; the median of the rounds' ratios, with its quartiles.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import statistics
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 import torch
 
 import tx
-from decode_step_ab import best_of, import_baseline
+from decode_step_ab import ab_arguments, best_of, import_baseline, twin_models
 
 
 def step_of(model, batch, pad_id: int, loss_fn, in_loop: bool):
@@ -38,19 +37,13 @@ def step_of(model, batch, pad_id: int, loss_fn, in_loop: bool):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--baseline", required=True, help="the commit whose tx to compare with")
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=20)
-    args = parser.parse_args()
+    args = ab_arguments(steps=10, rounds=20)
     with tempfile.TemporaryDirectory() as folder:
         txbase = import_baseline(args.baseline, Path(folder))
         vocab, B, T = 300, 64, 12
-        sizes = dict(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=128, n_heads=4, n_layers=2, d_ff=256)
-        torch.manual_seed(0)
-        new = tx.Transformer(**sizes).train()
-        base = txbase.Transformer(**sizes).train()
-        base.load_state_dict(new.state_dict())
+        new, base = twin_models(txbase, src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=128, n_heads=4,
+                                n_layers=2, d_ff=256)
+        new, base = new.train(), base.train()
         batch = tx.data.Batch(torch.randint(4, vocab, (B, T)), torch.randint(4, vocab, (B, T + 1)))
         steps = {"base": step_of(base, batch, 0, txbase.train.loss_fn, False),
                  "new": step_of(new, batch, 0, tx.train.loss_fn, True)}

@@ -17,7 +17,7 @@ from .config import LayerConfig
 from .layers import FeedForward, Residual, make_norm
 from .multi_head import KVCache, MultiHeadAttention, check_inputs
 
-__all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
+__all__ = ["DecoderLayer", "Decoder", "DecoderCache", "check_cache"]
 
 
 class DecoderCache:
@@ -58,6 +58,19 @@ class DecoderCache:
             self.src_mask = self.src_mask.index_select(0, index)
 
 
+def check_cache(cache: DecoderCache | None, n_layers: int) -> None:
+    """None, or a DecoderCache with one pair of caches per decoder layer (from this model's new_cache)."""
+    if cache is None:
+        return
+    if not isinstance(cache, DecoderCache):
+        raise TypeError(f"cache must be a DecoderCache from model.new_cache(), got {type(cache).__name__}.")
+    if len(cache.self_attn) != n_layers:
+        raise ValueError(
+            f"the cache has {len(cache.self_attn)} decoder layers but this model has {n_layers}: "
+            "make it with this model's new_cache()."
+        )
+
+
 def _check_stack(
     decoder: "Decoder", x: Tensor, memory: Tensor, src_mask: Tensor | None = None,
     tgt_mask: Tensor | None = None, cache: DecoderCache | None = None,
@@ -67,11 +80,7 @@ def _check_stack(
     for name, value in (("x", x), ("memory", memory)):
         check_tensor(name, value, dims=3, floating=True)
         check_dtype(name, value, weights, "the decoder")
-    if cache is not None and not (isinstance(cache, DecoderCache) and len(cache.self_attn) == len(decoder.layers)):
-        raise TypeError(
-            f"cache must be a DecoderCache of {len(decoder.layers)} layers, from the model's new_cache(); "
-            f"got {type(cache).__name__}."
-        )
+    check_cache(cache, len(decoder.layers))
     # what every layer's two attentions would check: the first layer's stand for all
     first = decoder.layers[0]
     check_inputs(first.self_attn, x, x, x, tgt_mask, cache=None if cache is None else cache.self_attn[0])

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from .checks import check_dtype, check_tensor, check_tokens, guarded
 from .config import TransformerConfig
-from .decoder import Decoder, DecoderCache
+from .decoder import Decoder, DecoderCache, check_cache
 from .encoder import Encoder
 from .masks import causal_mask, padding_mask
 from .multi_head import MultiHeadAttention, check_room
@@ -33,19 +33,6 @@ def _check_encode(model: "Transformer", src: Tensor) -> None:
     check_tokens(src, cfg.src_vocab_size, cfg.max_len, "src")
 
 
-def _check_cache(cache: DecoderCache | None, n_layers: int) -> None:
-    """None, or a DecoderCache with one pair of caches per decoder layer (from this model's new_cache)."""
-    if cache is None:
-        return
-    if not isinstance(cache, DecoderCache):
-        raise TypeError(f"cache must be a DecoderCache from model.new_cache(), got {type(cache).__name__}.")
-    if len(cache.self_attn) != n_layers:
-        raise ValueError(
-            f"the cache has {len(cache.self_attn)} decoder layers but this model has {n_layers}: "
-            "make it with this model's new_cache()."
-        )
-
-
 def _check_decode(
     model: "Transformer", memory: Tensor, src: Tensor, tgt: Tensor, cache: DecoderCache | None = None
 ) -> None:
@@ -54,7 +41,7 @@ def _check_decode(
     With a cache, its first step binds the memory to it; a later step with another memory is refused.
     """
     cfg = model.config
-    _check_cache(cache, cfg.n_layers)
+    check_cache(cache, cfg.n_layers)
     start = cache.length if cache is not None else 0
     check_tokens(tgt, cfg.tgt_vocab_size, cfg.max_len, "tgt", start)
     check_tensor("memory", memory, dims=3, floating=True)
