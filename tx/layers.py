@@ -24,7 +24,7 @@ from .config import LayerConfig
 __all__ = ["FeedForward", "Residual", "Dropout", "RMSNorm", "make_norm"]
 
 
-def _check_p(dropout: "Dropout", p: float = 0.1) -> None:
+def _check_p(dropout: "Dropout | None", p: float = 0.1) -> None:
     check_float("dropout probability p", p, 0, 1, high_open=True)
 
 

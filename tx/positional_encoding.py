@@ -19,9 +19,9 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .checks import check_bool, check_choice, check_float, check_int, check_tensor, check_tokens, guarded
+from .checks import check_bool, check_choice, check_int, check_tensor, check_tokens, guarded
 from .config import POSITIONS
-from .layers import Dropout
+from .layers import Dropout, _check_p
 
 __all__ = ["positional_encoding", "LearnedPositions", "Embedding"]
 
@@ -112,7 +112,7 @@ def _check_sizes(
         _check_table(max_len, d_model)
     else:
         _check_learned(None, max_len, d_model)
-    check_float("dropout probability p", dropout, 0, 1, high_open=True)
+    _check_p(None, dropout)
 
 
 class Embedding(nn.Module):
