@@ -9,13 +9,21 @@ import tx
 from tx.exercises import ch06
 
 
+def table(max_len, d_model):
+    """The right answer, written out: the checker refuses tx.positional_encoding itself."""
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = pos / 10000 ** (two_i / d_model)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(max_len, d_model).float()
+
+
 def halves_layout(max_len, d_model):
-    pe = tx.positional_encoding(max_len, d_model)
+    pe = table(max_len, d_model)
     return torch.cat([pe[:, 0::2], pe[:, 1::2]], dim=1)
 
 
 def swapped(max_len, d_model):
-    pe = tx.positional_encoding(max_len, d_model)
+    pe = table(max_len, d_model)
     out = pe.clone()
     out[:, 0::2], out[:, 1::2] = pe[:, 1::2], pe[:, 0::2]
     return out
@@ -31,13 +39,19 @@ def exponent_i_not_2i(max_len, d_model):
 # ----------------------------------------------------------------- the table
 
 
-def test_positional_encoding_accepts_tx(capsys):
-    ch06.check_positional_encoding(tx.positional_encoding)
+def test_positional_encoding_accepts_a_right_table(capsys):
+    ch06.check_positional_encoding(table)
     assert capsys.readouterr().out.startswith("Correct:")
 
 
+@pytest.mark.parametrize("answer", [tx.positional_encoding, lambda L, D: 1 * tx.positional_encoding(L, D)])
+def test_positional_encoding_refuses_tx_s_own_table(answer):
+    with pytest.raises(AssertionError, match="calls tx.positional_encoding"):
+        ch06.check_positional_encoding(answer)
+
+
 def test_positional_encoding_accepts_a_float64_table(capsys):
-    ch06.check_positional_encoding(lambda L, D: tx.positional_encoding(L, D).double())
+    ch06.check_positional_encoding(lambda L, D: table(L, D).double())
     assert "Correct:" in capsys.readouterr().out
 
 
@@ -45,9 +59,9 @@ def test_positional_encoding_accepts_a_float64_table(capsys):
     (halves_layout, "concatenated layout"),
     (swapped, "swapped"),
     (exponent_i_not_2i, "not i"),
-    (lambda L, D: tx.positional_encoding(L + 1, D)[1:], "differs at index"),
-    (lambda L, D: tx.positional_encoding(L, D)[None], "has shape"),  # a batch axis too many
-    (lambda L, D: tx.positional_encoding(L, D).tolist(), "torch.Tensor"),
+    (lambda L, D: table(L + 1, D)[1:], "differs at index"),
+    (lambda L, D: table(L, D)[None], "has shape"),  # a batch axis too many
+    (lambda L, D: table(L, D).tolist(), "torch.Tensor"),
 ])
 def test_positional_encoding_rejects_wrong_tables(wrong, hint):
     with pytest.raises(AssertionError, match=hint):

@@ -9,9 +9,18 @@ from tx.exercises import ch14
 from tx.vision import patchify
 
 
-def test_patchify_accepts_tx(capsys):
-    ch14.check_patchify(patchify)
+def test_patchify_accepts_a_right_answer(capsys):
+    def right(images, P):
+        x, shape = _blocks(images, P)
+        return x.permute(0, 2, 4, 1, 3, 5).reshape(shape)
+
+    ch14.check_patchify(right)
     assert capsys.readouterr().out.startswith("Correct:")
+
+
+def test_patchify_refuses_tx_s_own_function_under_any_name():
+    with pytest.raises(AssertionError, match="calls tx.vision.patchify"):
+        ch14.check_patchify(patchify)  # taken before the check
 
 
 def test_patchify_refuses_tx_s_own_function_the_page_folds():

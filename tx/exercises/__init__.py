@@ -14,12 +14,14 @@ removed and outputs cleared (see :mod:`tx.exercises.learner`).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import importlib
 import linecache
 import math
 import sys
 import sysconfig
+import types
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -28,7 +30,7 @@ from torch import Tensor
 
 __all__ = [
     "CheckFailed", "call", "as_shape", "assert_tensor", "assert_number", "as_number", "passed", "keeps_random_state",
-    "forbidding", "raised_hint", "learners_frame",
+    "forbidding", "forbids", "forbidden", "raised_hint", "learners_frame",
 ]
 
 Checker = TypeVar("Checker", bound=Callable[..., Any])
@@ -67,16 +69,46 @@ def keeps_random_state(checker: Checker) -> Checker:
     return wrapper  # type: ignore[return-value]
 
 
+def _python_functions(value: Any) -> list[types.FunctionType]:
+    """The Python functions behind ``value``: it, and what it wraps (``__wrapped__``), to the innermost."""
+    found, seen = [], set()
+    while value is not None and id(value) not in seen:
+        seen.add(id(value))
+        if isinstance(value, types.FunctionType):
+            found.append(value)
+        value = getattr(value, "__wrapped__", None)
+    return found
+
+
+def _refusing_code(label: str, why: str) -> types.CodeType:
+    """The code of a function that raises CheckFailed("your function calls LABEL: WHY") whatever it is given.
+
+    It names nothing from its globals (it runs with the globals of the function it stands in for):
+    CheckFailed comes through ``__import__``.
+    """
+    message = f"your function calls {label}: {why}"
+    namespace: dict[str, Any] = {}
+    exec(compile("def refused(*args, **kwargs):\n"
+                 f"    raise __import__('tx.exercises', fromlist=['CheckFailed']).CheckFailed({message!r})\n",
+                 "<tx.exercises.forbidding>", "exec"), namespace)
+    return namespace["refused"].__code__
+
+
 @contextlib.contextmanager
 def forbidding(targets: list[tuple[Any, str]], why: str) -> Iterator[None]:
     """Within the block, calling ``owner.name`` for any ``(owner, name)`` in ``targets`` raises CheckFailed.
 
     An exercise that says "without calling torch.softmax" checks it: the learner's function
     is called inside this block. The checker computes its own expected values outside it.
+    Two things change within the block. The attribute itself is a stand-in that refuses; and
+    where the target is a Python function (or wraps one), the function's own code is swapped
+    for code that refuses, so that a reference taken before the block, under any name
+    (``_merge = tx.subwords.merge_pair``), or a function that wraps it, refuses too.
     """
     # A class's inherited method is restored by deleting the stand-in, not by copying it down.
     saved = [(owner, name, getattr(owner, name), isinstance(owner, type) and name not in vars(owner))
              for owner, name in targets]
+    swapped: list[tuple[types.FunctionType, types.CodeType, Any, Any]] = []
 
     def refuse(name: str) -> Callable[..., Any]:
         def refused(*args: Any, **kwargs: Any) -> Any:
@@ -84,16 +116,63 @@ def forbidding(targets: list[tuple[Any, str]], why: str) -> Iterator[None]:
         return refused
 
     try:
-        for owner, name, _, _ in saved:
+        for owner, name, original, _ in saved:
             label = f"{getattr(owner, '__name__', type(owner).__name__)}.{name}"
+            for function in _python_functions(original):
+                if function.__code__.co_freevars:  # a closure's code cannot be swapped; what it wraps is
+                    continue
+                swapped.append((function, function.__code__, function.__defaults__, function.__kwdefaults__))
+                function.__code__ = _refusing_code(label, why)
+                function.__defaults__ = function.__kwdefaults__ = None
             setattr(owner, name, refuse(label))
         yield
     finally:
+        for function, code, defaults, kwdefaults in reversed(swapped):
+            function.__code__, function.__defaults__, function.__kwdefaults__ = code, defaults, kwdefaults
         for owner, name, original, inherited in reversed(saved):
             if inherited:
                 delattr(owner, name)
             else:
                 setattr(owner, name, original)
+
+
+_RULE: contextvars.ContextVar[tuple[Any, str] | None] = contextvars.ContextVar("tx_exercises_rule", default=None)
+
+
+def forbids(targets: Any, why: str) -> Callable[[Checker], Checker]:
+    """A checker's rule: the learner's answer may not call ``targets`` (a list of ``(owner, name)``, or a
+    function that returns one), ``why`` saying what to do instead.
+
+    While the checker runs, :func:`call` calls the learner's function under :func:`forbidding`.
+    The rule is also the checker's ``forbidden`` attribute: the course's grader
+    (:mod:`tx.exercises.grading`) reads it to forbid the targets in the student's process before
+    any of the student's code runs.
+    """
+
+    def decorate(checker: Checker) -> Checker:
+        @functools.wraps(checker)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            token = _RULE.set((targets, why))
+            try:
+                return checker(*args, **kwargs)
+            finally:
+                _RULE.reset(token)
+
+        wrapper.forbidden = (targets, why)  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def forbidden(checker: Callable[..., Any]) -> tuple[list[tuple[Any, str]], str] | None:
+    """``(targets, why)`` of a checker's :func:`forbids` rule, its targets resolved; None if it has none."""
+    rule = getattr(checker, "forbidden", None)
+    return None if rule is None else _resolved(rule)
+
+
+def _resolved(rule: tuple[Any, str]) -> tuple[list[tuple[Any, str]], str]:
+    targets, why = rule
+    return (targets() if callable(targets) else list(targets)), why
 
 
 def tx_names(*names: str) -> list[tuple[Any, str]]:
@@ -122,8 +201,11 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """
     if not callable(fn):
         raise CheckFailed(f"expected a function, got {type(fn).__name__}; define it in the cell above.")
+    # The checker's rule (forbids); the course's grader applies it in the student's own process instead.
+    rule = None if getattr(fn, "in_isolation", False) else _RULE.get()
     try:
-        return fn(*args, **kwargs)
+        with forbidding(*_resolved(rule)) if rule else contextlib.nullcontext():
+            return fn(*args, **kwargs)
     except NotImplementedError:
         raise CheckFailed(
             f"{getattr(fn, '__name__', 'your function')} still raises NotImplementedError: "

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from . import CheckFailed, as_count, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, as_count, call, forbids, keeps_random_state, passed
 from ..config import LayerConfig
 from ..layers import FeedForward
 from ..multi_head import MultiHeadAttention
@@ -29,15 +29,15 @@ def _count(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
+@forbids([(EncoderLayer, "__init__"), (MultiHeadAttention, "__init__"), (FeedForward, "__init__")],
+"count from a formula; building the layer is what the exercise asks you to do without.")
 @keeps_random_state
 def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
     """``fn(d_model, d_ff)`` must give the parameter count of one :class:`~tx.encoder.EncoderLayer`."""
     for d_model, d_ff, n_heads in ((4, 8, 2), (6, 10, 3), (128, 256, 4), (512, 2048, 8)):
         layer = EncoderLayer(LayerConfig(d_model=d_model, n_heads=n_heads, d_ff=d_ff))
         expected = _count(layer)
-        with forbidding([(EncoderLayer, "__init__"), (MultiHeadAttention, "__init__"), (FeedForward, "__init__")],
-                        "count from a formula; building the layer is what the exercise asks you to do without."):
-            got = call(fn, d_model, d_ff)
+        got = call(fn, d_model, d_ff)
         got = as_count(got, "return a whole number of parameters, got {kind} {got!r}.")
         if got == expected:
             continue

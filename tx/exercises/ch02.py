@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from . import CheckFailed, as_shape, assert_tensor, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, as_shape, assert_tensor, call, forbids, keeps_random_state, passed
 from .. import data
 from ..config import LayerConfig
 from ..layers import FeedForward
@@ -98,6 +98,8 @@ def _book_embedding() -> tuple[Embedding, Any]:
     return ck.model.src_embed, ck.src_vocab
 
 
+@forbids([(Embedding, "forward"), (torch.nn.Embedding, "forward")],
+"build the sum from the table and tx.positional_encoding.")
 @keeps_random_state
 def check_embed_tokens(fn: Callable[[Tensor, Tensor, int], Any]) -> None:
     """``fn(ids [B, T], table [V, D], start)`` must give equation (2.1) for tokens at positions
@@ -126,9 +128,7 @@ def check_embed_tokens(fn: Callable[[Tensor, Tensor, int], Any]) -> None:
         keep = (ids != data.PAD_ID)[..., None].to(table.dtype)  # [B, T, 1]: 0 at <pad>
         where = pe[start : start + T]  # [T, D]
         expected = (rows * math.sqrt(D) + where) * keep  # [B, T, D]
-        with forbidding([(Embedding, "forward"), (torch.nn.Embedding, "forward")],
-                        "build the sum from the table and tx.positional_encoding."):
-            got = call(fn, ids.clone(), table.clone(), start)
+        got = call(fn, ids.clone(), table.clone(), start)
         what = f"your vectors for ids of shape {tuple(ids.shape)}, a table [{table.size(0)}, {D}] and start={start}"
         if isinstance(got, Tensor) and got.shape == expected.shape:
             pads = "the <pad> positions (id 0)"

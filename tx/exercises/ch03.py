@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import CheckFailed, assert_number, assert_tensor, call, forbidding, passed, tx_names
+from . import CheckFailed, assert_number, assert_tensor, call, forbids, passed, tx_names
 from ..attention import attention
 
 __all__ = ["SOFTMAXES", "check_scaled_score", "check_softmax", "check_attend_one_word"]
@@ -67,6 +67,7 @@ def check_scaled_score(fn: Callable[[Tensor, Tensor], Any]) -> None:
     passed("q . k / sqrt(d_k); for the exercise's q and k, 3 / sqrt(4) = 1.5.")
 
 
+@forbids(SOFTMAXES, "write softmax yourself, with exp, a sum and a division.")
 def check_softmax(fn: Callable[[Tensor], Any]) -> None:
     """``fn(scores [n])`` must return softmax weights [n]: positive, summing to 1, as tx.attention's."""
     gen = torch.Generator().manual_seed(4)
@@ -86,8 +87,7 @@ def check_softmax(fn: Callable[[Tensor], Any]) -> None:
         n = scores.numel()
         # With one query [1] and keys `scores` [n, 1], d_k = 1: tx.attention's weights are softmax(scores).
         expected = attention(torch.ones(1, 1), scores[:, None], torch.zeros(n, 1))[1][0]  # [n]
-        with forbidding(SOFTMAXES, "write softmax yourself, with exp, a sum and a division."):
-            got = call(fn, scores.clone())
+        got = call(fn, scores.clone())
         what = f"your softmax of {[round(s, 3) for s in scores.tolist()]}"
         overflows = float(scores.abs().max()) > 80  # exp(80) is near float32's limit
         if isinstance(got, Tensor) and got.shape == expected.shape and not torch.isfinite(got).all() and overflows:
@@ -118,6 +118,7 @@ def _attentions() -> list[tuple[object, str]]:
     return tx_names("attention", "self_attention_by_vectors") + [(F, "scaled_dot_product_attention")]
 
 
+@forbids(_attentions, "write the steps yourself: one product for the scores, one for the sum.")
 def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
     """``fn(q_i [Dk], K [n, Dk], V [n, Dv])`` must return z_i [Dv], row i of tx.attention's output."""
     gen = torch.Generator().manual_seed(5)
@@ -130,8 +131,7 @@ def check_attend_one_word(fn: Callable[[Tensor, Tensor, Tensor], Any]) -> None:
         n, d_k = K.shape
         out, weights = attention(Q, K, V)  # [Tq, Dv], [Tq, n]
         for i in range(Q.shape[0]):
-            with forbidding(_attentions(), "write the steps yourself: one product for the scores, one for the sum."):
-                got = call(fn, Q[i].clone(), K.clone(), V.clone())
+            got = call(fn, Q[i].clone(), K.clone(), V.clone())
             what = f"your z_{i + 1} for n={n} words, d_k={d_k}, d_v={V.shape[1]}"
             if isinstance(got, Tensor) and got.shape == V.shape:
                 raise CheckFailed(

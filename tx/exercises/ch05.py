@@ -12,7 +12,7 @@ from torch import Tensor
 
 from ..attention import attention
 from ..multi_head import MultiHeadAttention, merge_heads, split_heads
-from . import CheckFailed, as_count, assert_tensor, call, forbidding, keeps_random_state, passed, tx_names
+from . import CheckFailed, as_count, assert_tensor, call, forbids, keeps_random_state, passed, tx_names
 
 __all__ = ["check_split_heads", "check_combine_heads", "check_count_parameters"]
 
@@ -20,13 +20,13 @@ __all__ = ["check_split_heads", "check_combine_heads", "check_count_parameters"]
 _SHAPES = [(2, 3, 8, 2), (1, 5, 12, 3), (3, 4, 16, 4)]
 
 
+@forbids(lambda: tx_names("split_heads"), "cut the features into heads yourself, with view and transpose.")
 def check_split_heads(fn: Callable[..., Any]) -> None:
     """``fn(x [B, T, D], n_heads) -> [B, H, T, Dh]`` must equal :func:`tx.multi_head.split_heads`."""
     g = torch.Generator().manual_seed(5)
     for B, T, D, H in _SHAPES:
         x = torch.randn(B, T, D, generator=g)
-        with forbidding(tx_names("split_heads"), "cut the features into heads yourself, with view and transpose."):
-            got = call(fn, x.clone(), H)
+        got = call(fn, x.clone(), H)
         expected = split_heads(x, H)
         if isinstance(got, Tensor) and got.shape == expected.shape and not torch.allclose(got, expected):
             if torch.allclose(got, x.reshape(B, T, H, D // H).permute(0, 2, 1, 3).transpose(-2, -1).reshape(B, H, T, D // H)):
@@ -42,6 +42,7 @@ def check_split_heads(fn: Callable[..., Any]) -> None:
     passed("split_heads gives every head its own slice of every position's features.")
 
 
+@forbids(lambda: tx_names("merge_heads"), "put the heads back together yourself, with transpose and reshape.")
 def check_combine_heads(fn: Callable[..., Any]) -> None:
     """``fn(z [B, H, T, Dh], w_o: nn.Linear) -> [B, T, D]`` must equal a whole tx.MultiHeadAttention."""
     for B, T, D, H in _SHAPES:
@@ -53,8 +54,7 @@ def check_combine_heads(fn: Callable[..., Any]) -> None:
             q, k, v = (split_heads(layer(x), H) for layer in (mha.w_q, mha.w_k, mha.w_v))
             z = attention(q, k, v)[0]  # [B, H, T, Dh]: every head's output
             expected = mha(x, x, x)  # [B, T, D]
-            with forbidding(tx_names("merge_heads"), "put the heads back together yourself, with transpose and reshape."):
-                got = call(fn, z.clone(), mha.w_o)
+            got = call(fn, z.clone(), mha.w_o)
             if isinstance(got, Tensor) and got.shape == expected.shape and not torch.allclose(got, expected, atol=1e-5):
                 if torch.allclose(got, merge_heads(z), atol=1e-5):
                     raise CheckFailed("you concatenated the heads correctly but did not apply W^O: return w_o(...) of it.")
@@ -72,6 +72,7 @@ def _linear_count(n_in: int, n_out: int) -> int:
     return n_in * n_out + n_out
 
 
+@forbids([(MultiHeadAttention, "__init__")], "count from the shapes of the four linear layers, without building the layer.")
 @keeps_random_state
 def check_count_parameters(fn: Callable[..., Any]) -> None:
     """``fn(d_model, n_heads, d_head) -> int``: the parameters of multi-head attention with ``n_heads``
@@ -86,8 +87,7 @@ def check_count_parameters(fn: Callable[..., Any]) -> None:
         expected = 3 * _linear_count(d_model, inner) + _linear_count(inner, d_model)
         if inner == d_model:  # tx's layer has these shapes: its count must agree
             assert expected == sum(p.numel() for p in MultiHeadAttention(d_model, n_heads).parameters())
-        with forbidding([(MultiHeadAttention, "__init__")], "count from the shapes of the four linear layers, without building the layer."):
-            got = call(fn, d_model, n_heads, d_head)
+        got = call(fn, d_model, n_heads, d_head)
         got = as_count(got, "count_parameters should return an int, got {kind}.")
         if got == expected:
             continue

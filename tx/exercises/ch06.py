@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from ..positional_encoding import positional_encoding
-from . import CheckFailed, as_number, assert_number, assert_tensor, call, forbidding, passed
+from . import CheckFailed, as_number, assert_number, assert_tensor, call, forbids, passed
 
 __all__ = ["check_positional_encoding", "check_offset_dot", "check_offset_between"]
 
@@ -44,14 +44,15 @@ def _layout_hint(got: Tensor, expected: Tensor) -> str | None:
     return None
 
 
-def _without_tx_table(why: str) -> Any:
-    """Within the block, tx.positional_encoding refuses to build its table."""
+def _tx_table() -> list[tuple[Any, str]]:
+    """tx.positional_encoding, where tx offers it: the table each of these exercises asks about."""
     import tx
 
     module = sys.modules[positional_encoding.__module__]  # tx.positional_encoding is also the function's name
-    return forbidding([(tx, "positional_encoding"), (module, "positional_encoding")], why)
+    return [(tx, "positional_encoding"), (module, "positional_encoding")]
 
 
+@forbids(_tx_table, "build the table yourself, with torch.arange, sin and cos.")
 def check_positional_encoding(fn: Callable[..., Any]) -> None:
     """``fn(max_len, d_model) -> [max_len, d_model]`` must equal :func:`tx.positional_encoding`."""
     for max_len, d_model in [(4, 4), (7, 6), (20, 512), (50, 128)]:
@@ -65,6 +66,7 @@ def check_positional_encoding(fn: Callable[..., Any]) -> None:
     passed("your table equals tx.positional_encoding, which tx.Embedding adds to every sentence.")
 
 
+@forbids(_tx_table, "compute the dot product from k and d_model alone, as a sum of cosines.")
 def check_offset_dot(fn: Callable[..., Any]) -> None:
     """``fn(k, d_model) -> float`` must equal PE[pos] . PE[pos + k], the same for every pos."""
     n = 100  # positions pos = 0 .. 99
@@ -72,22 +74,21 @@ def check_offset_dot(fn: Callable[..., Any]) -> None:
     hidden_k, hidden_d = int(torch.randint(4, 90, (1,), generator=g)), 2 * int(torch.randint(3, 60, (1,), generator=g))
     cases = [(d_model, k) for d_model in (4, 64, 512) for k in (0, 1, 3, 10, 37)] + [(hidden_d, hidden_k)]
     for d_model, k in cases:
-            pe = positional_encoding(n + k, d_model).double()
-            dots = (pe[:n] * pe[k:]).sum(dim=-1)  # [n]: one dot product per pos
-            with _without_tx_table("compute the dot product from k and d_model alone, as a sum of cosines."):
-                got = call(fn, k, d_model)
-            if isinstance(got, Tensor) and got.numel() != 1 or isinstance(got, (list, tuple)):
-                raise CheckFailed(f"offset_dot should return a number, got {type(got).__name__}.")
-            got = as_number(got, f"offset_dot({k}, {d_model})")
-            if abs(got - float(dots.mean()) * 2) <= 1e-3 and k > 0:
-                raise CheckFailed(f"offset_dot({k}, {d_model}) = {got:.6g} is twice the dot product: each of the "
-                                  "d_model / 2 pairs adds one cosine, cos(k * omega_i).")
-            if k == 0 and abs(got - d_model / 2) > 1e-3:
-                raise CheckFailed(
-                    f"offset_dot(0, {d_model}) = {got:.6g}; a vector with itself gives d_model / 2 = "
-                    f"{d_model / 2:g}, since every pair adds sin^2 + cos^2 = 1."
-                )
-            assert_number(got, float(dots.mean()), f"offset_dot({k}, {d_model})", tol=1e-3)
+        pe = positional_encoding(n + k, d_model).double()
+        dots = (pe[:n] * pe[k:]).sum(dim=-1)  # [n]: one dot product per pos
+        got = call(fn, k, d_model)
+        if isinstance(got, Tensor) and got.numel() != 1 or isinstance(got, (list, tuple)):
+            raise CheckFailed(f"offset_dot should return a number, got {type(got).__name__}.")
+        got = as_number(got, f"offset_dot({k}, {d_model})")
+        if abs(got - float(dots.mean()) * 2) <= 1e-3 and k > 0:
+            raise CheckFailed(f"offset_dot({k}, {d_model}) = {got:.6g} is twice the dot product: each of the "
+                              "d_model / 2 pairs adds one cosine, cos(k * omega_i).")
+        if k == 0 and abs(got - d_model / 2) > 1e-3:
+            raise CheckFailed(
+                f"offset_dot(0, {d_model}) = {got:.6g}; a vector with itself gives d_model / 2 = "
+                f"{d_model / 2:g}, since every pair adds sin^2 + cos^2 = 1."
+            )
+        assert_number(got, float(dots.mean()), f"offset_dot({k}, {d_model})", tol=1e-3)
     passed("PE[pos] . PE[pos + k] = sum over pairs of cos(k * omega_i), whatever pos is.")
 
 
@@ -96,6 +97,7 @@ def _wrapped_offset(k: int, omega: float) -> float:
     return (math.remainder(k * omega, 2 * math.pi)) / omega
 
 
+@forbids(_tx_table, "find k from the two vectors alone: by how much has each pair turned?")
 def check_offset_between(fn: Callable[..., Any]) -> None:
     """``fn(pe_a, pe_b) -> int`` must give k when pe_a = PE[pos] and pe_b = PE[pos + k] ([D] each), pos unknown."""
     g = torch.Generator().manual_seed(6)
@@ -106,8 +108,7 @@ def check_offset_between(fn: Callable[..., Any]) -> None:
              (512, -300, 400), (hidden_d, hidden_k, 300 + int(torch.randint(0, 500, (1,), generator=g)))]
     for d_model, k, pos in cases:
         table = positional_encoding(max(pos, pos + k) + 1, d_model)
-        with _without_tx_table("find k from the two vectors alone: by how much has each pair turned?"):
-            got = call(fn, table[pos].clone(), table[pos + k].clone())
+        got = call(fn, table[pos].clone(), table[pos + k].clone())
         what = f"for d_model={d_model} and an offset k={k} you gave"
         if isinstance(got, (list, tuple)) or isinstance(got, Tensor) and got.numel() != 1:
             raise CheckFailed(f"return the offset as one int, got {type(got).__name__}.")

@@ -8,6 +8,7 @@ leaves the learner's random stream where it was.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import torch
@@ -17,7 +18,7 @@ from ..config import TransformerConfig
 from ..masks import causal_mask
 from ..model import Transformer
 from ..multi_head import split_heads
-from . import CheckFailed, as_count, assert_tensor, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, as_count, assert_tensor, call, forbids, keeps_random_state, passed
 from .. import masks
 
 __all__ = ["check_causal_mask", "check_cache_bytes", "check_cross_attention_keys"]
@@ -37,14 +38,12 @@ def _source(seed: int = 1) -> Tensor:
     return src
 
 
+@forbids(lambda: [(sys.modules["tx"], "causal_mask"), (masks, "causal_mask")], "build the mask yourself, from torch.ones or torch.arange.")
 def check_causal_mask(causal_mask_fn: Callable[[int], Tensor]) -> None:
     """``causal_mask_fn(T)`` must be bool [T, T], True where query i may see key j, i.e. j <= i."""
-    import tx
-
     # T = 4 first: a mask of one position cannot tell an inverted mask from a hidden diagonal.
     for T in (4, 1, 2, 3, 5, 6):
-        with forbidding([(tx, "causal_mask"), (masks, "causal_mask")], "build the mask yourself, from torch.ones or torch.arange."):
-            got = call(causal_mask_fn, T)
+        got = call(causal_mask_fn, T)
         if not isinstance(got, Tensor):
             raise CheckFailed(f"causal_mask({T}) should return a torch.Tensor, got {type(got).__name__}.")
         if got.dtype != torch.bool:
@@ -120,6 +119,7 @@ def _cache_mistakes(config: TransformerConfig, B: int, max_len: int, S: int) -> 
     ]
 
 
+@forbids([(Transformer, "__init__")], "count from the config, without building the model.")
 @keeps_random_state
 def check_cache_bytes(cache_bytes: Callable[[TransformerConfig, int, int, int], Any]) -> None:
     """``cache_bytes(config, batch, max_len, src_len) -> int``: the bytes of a filled tx cache, from the config alone."""
@@ -131,8 +131,7 @@ def check_cache_bytes(cache_bytes: Callable[[TransformerConfig, int, int, int], 
         config = TransformerConfig(src_vocab_size=13, tgt_vocab_size=11, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model,
                                    dropout=0.0, max_len=16)
         expected = _cache_nbytes(config, B, max_len, S, seed=n_layers * d_model)
-        with forbidding([(Transformer, "__init__")], "count from the config, without building the model."):
-            got = call(cache_bytes, config, B, max_len, S)
+        got = call(cache_bytes, config, B, max_len, S)
         got = as_count(got, "cache_bytes should return a whole number of bytes, an int; got {got!r}.")
         if got == expected:
             continue

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import CheckFailed, assert_tensor, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, assert_tensor, call, forbids, keeps_random_state, passed
 from .ch03 import SOFTMAXES
 
 __all__ = ["POST_VOCAB", "check_log_softmax_with_temperature", "check_next_word_targets", "check_sample_word"]
@@ -42,6 +42,7 @@ def _log_softmax_hint(got: Tensor, z: Tensor) -> str | None:
     return None
 
 
+@forbids(LOG_SOFTMAXES, "write the log-softmax yourself, with exp, log, max, sum and arithmetic.")
 @keeps_random_state
 def check_log_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) -> None:
     """``fn(logits [..., V], temperature) -> log-probabilities [..., V]``, as ``torch.log_softmax(logits / temperature, -1)``."""
@@ -58,8 +59,7 @@ def check_log_softmax_with_temperature(fn: Callable[[Tensor, float], Tensor]) ->
         (torch.randn(3, 8, generator=g) * 80, 0.7),
     ]
     for logits, temperature in cases:
-        with forbidding(LOG_SOFTMAXES, "write the log-softmax yourself, with exp, log, max, sum and arithmetic."):
-            got = call(fn, logits.clone(), temperature)
+        got = call(fn, logits.clone(), temperature)
         what = f"log_softmax_with_temperature(logits of shape {tuple(logits.shape)}, temperature={temperature})"
         z = logits / temperature
         expected = torch.log_softmax(z, dim=-1)
@@ -104,6 +104,7 @@ def _targets_hint(got: Tensor, expected: Tensor, n_words: int) -> str | None:
     return None
 
 
+@forbids([(F, "one_hot")], "build the rows with torch.zeros and set one entry of each to 1.")
 def check_next_word_targets(fn: Callable[[str, Sequence[str], int], Tensor]) -> None:
     """``fn(sentence, vocab, length) -> [length, V]``: the one-hot next word of each position, zeros for padding."""
     numbers = ("<eos>", "zero", "one", "two", "three", "four", "five", "six", "seven")
@@ -113,8 +114,7 @@ def check_next_word_targets(fn: Callable[[str, Sequence[str], int], Tensor]) -> 
              ("a student a student", POST_VOCAB, 6), ("three one four one five", numbers, 9),
              (" ".join(hidden[5:1:-1]), hidden, 5 + int(torch.randint(1, 4, (), generator=g)))]
     for sentence, vocab, length in cases:
-        with forbidding([(F, "one_hot")], "build the rows with torch.zeros and set one entry of each to 1."):
-            got = call(fn, sentence, list(vocab), length)
+        got = call(fn, sentence, list(vocab), length)
         expected = _next_word_targets(sentence, vocab, length)
         what = f"next_word_targets({sentence!r}, {list(vocab)}, {length})"
         n_words = len(sentence.split())
@@ -153,6 +153,7 @@ SAMPLERS = [(torch, "multinomial"), (torch.Tensor, "multinomial"), (torch.distri
 """What exercise 9.3 asks the learner to do without: torch's own ways to draw an index."""
 
 
+@forbids(SAMPLERS, "turn u into a word yourself, with the running sum of the probabilities.")
 @keeps_random_state
 def check_sample_word(fn: Callable[[Tensor, float, float], int]) -> None:
     """``fn(logits [V], temperature, u) -> int``: the word i whose slice [cdf[i-1], cdf[i]) of [0, 1) holds u,
@@ -171,8 +172,7 @@ def check_sample_word(fn: Callable[[Tensor, float, float], int]) -> None:
     cases += [(torch.full((4,), 2.0), 3.0, u) for u in (0.0, 0.25, 0.5, 0.75)]
     answers = []  # (what, got, probs, u) for every case
     for logits, temperature, u in cases:
-        with forbidding(SAMPLERS, "turn u into a word yourself, with the running sum of the probabilities."):
-            got = call(fn, logits.clone(), temperature, u)
+        got = call(fn, logits.clone(), temperature, u)
         what = f"sample_word(logits={[round(v, 2) for v in logits.tolist()]}, temperature={temperature}, u={u:.4f})"
         answers.append((what, _as_index(got, what), torch.softmax(logits / temperature, dim=-1), u))
     wrong = [(what, got, probs, u) for what, got, probs, u in answers if got != _word_at(probs, u)]

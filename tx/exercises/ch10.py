@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ..train import rate
-from . import CheckFailed, as_number, assert_number, assert_tensor, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, as_number, assert_number, assert_tensor, call, forbids, keeps_random_state, passed
 from .. import train
 
 __all__ = ["check_loss_floor", "check_adam_step", "check_learning_rate"]
@@ -157,6 +157,7 @@ def _named_mistake(got: tuple[Tensor, Tensor, Tensor], given: tuple[Tensor, Tens
     return None
 
 
+@forbids(ADAM_SHORTCUTS, "write Adam's update yourself, from Algorithm 1 of Kingma & Ba.")
 @keeps_random_state
 def check_adam_step(fn: Callable[..., Any]) -> None:
     """``fn(param, grad, m, v, step, lr, betas, eps) -> (new_param, new_m, new_v)``: one step of torch.optim.Adam."""
@@ -181,8 +182,7 @@ def check_adam_step(fn: Callable[..., Any]) -> None:
             expected = (weight.detach(), state["exp_avg"], state["exp_avg_sq"])
             what = (f"adam_step(param, grad, m, v, step={step}, lr={lr}, betas={betas}, eps={eps}) "
                     f"on tensors of shape {tuple(shape)}")
-            with forbidding(ADAM_SHORTCUTS, "write Adam's update yourself, from Algorithm 1 of Kingma & Ba."):
-                got = call(fn, param.clone(), grad.clone(), m.clone(), v.clone(), step, lr, betas, eps)
+            got = call(fn, param.clone(), grad.clone(), m.clone(), v.clone(), step, lr, betas, eps)
             if not isinstance(got, (tuple, list)) or len(got) != 3:
                 raise CheckFailed(f"{what} should return three tensors (new_param, new_m, new_v), got {got!r:.80}.")
             for part, name in zip(got, ("new_param", "new_m", "new_v")):
@@ -201,14 +201,14 @@ def check_adam_step(fn: Callable[..., Any]) -> None:
            "and eps among the settings.")
 
 
+@forbids([(train, "rate")], "write the formula yourself: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).")
 def check_learning_rate(fn: Callable[[int, int, int], float]) -> None:
     """``fn(step, d_model, warmup) -> float`` must equal :func:`tx.train.rate` (the paper's eq. 3)."""
     g = torch.Generator().manual_seed(10)
     hidden = (64 * int(torch.randint(1, 9, (1,), generator=g)), int(torch.randint(50, 900, (1,), generator=g)))
     for d_model, warmup in [(512, 4000), (128, 300), hidden]:
         for step in [1, 10, warmup // 2, warmup - 1, warmup, warmup + 1, 3 * warmup, 100_000]:
-            with forbidding([(train, "rate")], "write the formula yourself: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)."):
-                got = call(fn, step, d_model, warmup)
+            got = call(fn, step, d_model, warmup)
             expected = rate(step, d_model, warmup)
             phase = "warm-up (rising)" if step < warmup else "decay (falling)"
             value = as_number(got, f"learning_rate(step={step}, d_model={d_model}, warmup={warmup})")

@@ -16,7 +16,7 @@ from torch import Tensor
 from .. import language_model, masks
 from ..generation import filter_top_k
 from ..language_model import lm_mask
-from . import CheckFailed, as_number, assert_tensor, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, as_number, assert_tensor, call, forbids, keeps_random_state, passed
 
 __all__ = ["check_lm_mask", "check_top_k", "check_perplexity"]
 
@@ -35,18 +35,21 @@ def _padded_batches() -> list[tuple[Tensor, int]]:
     return [(right, 0), (left, 0), (ids[:, :4], 0), (other_pad, 1)]
 
 
+def _tx_masks() -> list[tuple[object, str]]:
+    """tx's masks: the chapter shows tx.causal_mask(T) & tx.padding_mask(tokens) making this mask;
+    calling them (or lm_mask itself) would pass without building anything."""
+    import tx
+
+    return [(owner, name) for owner in (tx, masks) for name in ("causal_mask", "padding_mask")] + \
+        [(language_model, "lm_mask")]
+
+
+@forbids(_tx_masks, "build the mask yourself, with torch.ones(...).tril() and a comparison with pad_id.")
 @keeps_random_state
 def check_lm_mask(fn: Callable[[Tensor, int], Tensor]) -> None:
     """``fn(tokens [B, T], pad_id) -> bool [B, 1, T, T]``: causal, and no query may attend to a padded key."""
-    import tx
-
-    # The chapter shows tx.causal_mask(T) & tx.padding_mask(tokens) making this mask: calling
-    # them (or lm_mask itself) would pass without building anything.
-    tx_masks = [(owner, name) for owner in (tx, masks) for name in ("causal_mask", "padding_mask")]
-    tx_masks += [(language_model, "lm_mask")]
     for tokens, pad_id in _padded_batches():
-        with forbidding(tx_masks, "build the mask yourself, with torch.ones(...).tril() and a comparison with pad_id."):
-            got = call(fn, tokens.clone(), pad_id)
+        got = call(fn, tokens.clone(), pad_id)
         expected = lm_mask(tokens != pad_id, tokens.size(1))  # [B, 1, T, T]
         what = f"your mask for tokens {tokens.tolist()} (pad_id={pad_id})"
         if isinstance(got, Tensor) and got.shape == expected.shape and got.dtype == torch.bool:

@@ -14,19 +14,19 @@ from torch import Tensor
 
 from .. import vision
 from ..vision import VisionConfig, VisionTransformer, patchify
-from . import CheckFailed, as_count, assert_tensor, call, forbidding, keeps_random_state, passed
+from . import CheckFailed, as_count, assert_tensor, call, forbids, keeps_random_state, passed
 
 __all__ = ["check_patchify", "check_count_vit_parameters", "check_cls_attention"]
 
 
+@forbids([(torch.nn.functional, "unfold"), (Tensor, "unfold"), (vision, "patchify")],
+"cut the patches with reshape and permute, as the chapter does by hand.")
 def check_patchify(fn: Callable[..., Any]) -> None:
     """``fn(images [B, C, Hi, Wi], patch_size) -> [B, N, C*P*P]`` must equal :func:`tx.vision.patchify`."""
     g = torch.Generator().manual_seed(14)
     for shape, P in [((1, 1, 4, 4), 2), ((2, 1, 8, 8), 4), ((2, 3, 6, 9), 3), ((3, 2, 8, 4), 2)]:
         images = torch.randn(shape, generator=g)
-        with forbidding([(torch.nn.functional, "unfold"), (Tensor, "unfold"), (vision, "patchify")],
-                        "cut the patches with reshape and permute, as the chapter does by hand."):
-            got = call(fn, images.clone(), P)
+        got = call(fn, images.clone(), P)
         expected = patchify(images, P)
         _explain_patchify(got, expected, images, P)
         assert_tensor(got, expected, f"your patchify_mine(images of shape {shape}, patch_size={P})")
@@ -56,6 +56,7 @@ def _explain_patchify(got: Any, expected: Tensor, images: Tensor, P: int) -> Non
             raise CheckFailed(f"the shape is right but {hint}.")
 
 
+@forbids([(VisionTransformer, "__init__")], "count from the shapes of the pieces, without building the model.")
 @keeps_random_state
 def check_count_vit_parameters(fn: Callable[..., Any]) -> None:
     """``fn(image_size, patch_size, channels, n_classes, d_model, n_layers, d_ff) -> int`` counts a VisionTransformer."""
@@ -68,8 +69,7 @@ def check_count_vit_parameters(fn: Callable[..., Any]) -> None:
                               n_heads=4 if D % 4 == 0 else 1, n_layers=n_layers, d_ff=d_ff)
         with torch.device("meta"):
             expected = sum(p.numel() for p in VisionTransformer(config).parameters())
-        with forbidding([(VisionTransformer, "__init__")], "count from the shapes of the pieces, without building the model."):
-            got = call(fn, image_size, P, C, Y, D, n_layers, d_ff)
+        got = call(fn, image_size, P, C, Y, D, n_layers, d_ff)
         got = as_count(got, "count_vit_parameters should return an int, got {kind}.")
         if got != expected:
             N = (image_size // P) ** 2
