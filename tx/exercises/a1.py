@@ -30,11 +30,25 @@ def _gradient(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
 
 class _OneShot:
     """The micro-batches as an iterator that can be read once, counting what is read and, through a hook on
-    ``weight``, the backward passes that reached the model before each read."""
+    ``weight``, the backward passes that reached the model before each read.
+
+    The course's grader sends it to the student's process with the model (the hook goes with it)
+    and copies the counts back (``synced``).
+    """
+
+    synced = ("read", "backwards", "past_end")
 
     def __init__(self, parts: Sequence[tuple[Tensor, Tensor]], weight: Tensor) -> None:
         self.parts, self.read, self.backwards, self.past_end = list(parts), 0, 0, 0
+        self.weight = weight
         self.handle = weight.register_hook(self._count)
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in vars(self).items() if k != "handle"}
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        self.handle = self.weight.register_hook(self._count)
 
     def _count(self, grad: Tensor) -> None:
         self.backwards += 1

@@ -21,6 +21,7 @@ from ..positional_encoding import Embedding, positional_encoding
 __all__ = ["check_position_wise_ffn", "check_embedded_shape", "check_embed_tokens"]
 
 
+@forbids([(FeedForward, "forward")], "write the two products yourself, with the weights you are given.")
 @keeps_random_state
 def check_position_wise_ffn(fn: Callable[..., Any]) -> None:
     """``fn(x, w1, b1, w2, b2)`` must equal :class:`~tx.layers.FeedForward` with the same weights."""

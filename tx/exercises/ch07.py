@@ -134,8 +134,11 @@ class _FixedDropout(nn.Module):
 
     A real ``nn.Dropout`` draws a new mask at each call; with this one the learner's step and
     tx.Residual's drop the same numbers, and a dropout put in the wrong place shows as a
-    different result. ``calls`` counts how often it was applied.
+    different result. ``calls`` counts how often it was applied (the course's grader copies it
+    back from the student's process: ``synced``).
     """
+
+    synced = ("calls",)
 
     def __init__(self, keep: Tensor, p: float):
         super().__init__()
@@ -171,6 +174,7 @@ def _post_ln_misplaced(got: Tensor, x: Tensor, sublayer: Callable[[Tensor], Tens
             raise CheckFailed(hint)
 
 
+@forbids([(Residual, "forward")], "write the step yourself, from the norm, the sub-layer and the dropout.")
 def check_post_ln_step(post_ln_step: Callable[..., Tensor]) -> None:
     """``post_ln_step(x, sublayer, norm, dropout)`` must equal ``tx.Residual(norm_first=False)`` in training:
     norm(x + dropout(sublayer(x)))."""
@@ -194,6 +198,7 @@ def check_post_ln_step(post_ln_step: Callable[..., Tensor]) -> None:
            "tx.Residual(norm_first=False).")
 
 
+@forbids([(Residual, "forward")], "write each step yourself: x + sublayer(norm(x)).")
 def check_pre_ln_stack(pre_ln_stack: Callable[..., Tensor]) -> None:
     """``pre_ln_stack(x, sublayers, norms, final_norm)`` must equal N pre-LN tx.Residual steps, then final_norm."""
     for D, N, seed in ((6, 3, 3), (8, 2, 4)):  # the second stack is one the learner never sees

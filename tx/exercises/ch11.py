@@ -58,8 +58,11 @@ class _RandomModel:
     After k generated tokens the logit of ``eos_id`` is shifted by ``eos_bias[k]`` (the last
     entry from there on), which makes a case's sentences end early or late. Distributions are
     cached: brute force and the learner's search read the same numbers, and ``asked`` counts the
-    prefixes the learner's search asked about.
+    prefixes the learner's search asked about. The course's grader keeps it in its own process
+    (``by_reference``): the student's search asks it from there, and cannot change the count.
     """
+
+    by_reference = True
 
     def __init__(self, seed: int, V: int, eos_id: int, max_len: int, sharpness: float,
                  eos_bias: Sequence[float] = (0.0,)):

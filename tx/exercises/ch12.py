@@ -92,6 +92,7 @@ def check_merge_pair(fn: Callable[[Words, tuple[str, str]], Words]) -> None:
     passed("merge_pair joins every occurrence of the pair, left to right, and keeps every count.")
 
 
+@forbids([(subwords, "unknown_rate")], "encode the sentences and count the <unk> ids yourself.")
 def check_unknown_rate(fn: Callable[[Any, list[str]], float]) -> None:
     """``fn(vocab, sentences) -> float``: the share of the sentences' tokens ``vocab`` encodes as <unk>."""
     known = ["le chat dort .", "le chien mange .", "un chat mange le poisson ."]

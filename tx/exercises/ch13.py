@@ -8,6 +8,7 @@ prints one line when it is right.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Callable
 
 import torch
@@ -68,6 +69,7 @@ def check_lm_mask(fn: Callable[[Tensor, int], Tensor]) -> None:
     passed("your mask is causal and hides padding on either side, as tx.language_model.lm_mask.")
 
 
+@forbids([(sys.modules[filter_top_k.__module__], "filter_top_k")], "keep the k largest yourself, with torch.topk and a comparison.")
 @keeps_random_state
 def check_top_k(fn: Callable[[Tensor, int], Tensor]) -> None:
     """``fn(logits [..., V], k) -> logits [..., V]``: the k largest of each row kept, the others -inf."""
