@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tx.exercises import CheckFailed
-from tx.exercises.course_check import check_course
+from tx.exercises.course_check import RUNAWAY, STUDENTS, check_course
 from tx.exercises.course import (
     BEGIN, END, MANIFEST, POINTS, answer_source, assignment_id, course_files, main, write_course,
 )
@@ -187,16 +187,21 @@ def hints_in_process(notebook: dict) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("half", HALVES, ids=["first-half", "second-half"])
-def test_nbgrader_grades_the_solutions_full_and_the_release_zero(tmp_path, half):
+def test_nbgrader_grades_a_class_as_a_teacher_would(tmp_path, half):
+    """Every student of the synthetic class (course_check.STUDENTS, and the runaway ones on one
+    assignment of each half) scores, exercise by exercise, what a teacher gives."""
     write_course(tmp_path / "course", CHAPTERS, only=half)
     scores = check_course(tmp_path / "course", scratch=tmp_path / "grading")
     assert sorted(scores) == half
     books = {assignment_id(p): p for p in toc_chapters()}
+    assert sum(set(RUNAWAY) <= set(s.students) for s in scores.values()) == 1
     for a, s in scores.items():
         checks = {f"{label}-check" for label in exercise_labels(books[a])}
         assert set(s.max_points) == checks and all(p == POINTS for p in s.max_points.values()), a
+        assert set(STUDENTS) <= set(s.students), a
         assert s.solved == s.max_points, f"{a}: the instructor's solutions lost points: {s.solved}"
         assert s.unsolved == dict.fromkeys(checks, 0.0), f"{a}: the unsolved release scored: {s.unsolved}"
+        assert s.wrong == [], f"{a}: (student, exercise, points given, points a teacher gives): {s.wrong}"
         # The release a student gets: nbgrader's stub where each solution was, nothing of it left.
         release = next((tmp_path / "grading/release" / a).glob("*.ipynb"))
         released = json.loads(release.read_text())

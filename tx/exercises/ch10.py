@@ -201,7 +201,7 @@ def check_adam_step(fn: Callable[..., Any]) -> None:
            "and eps among the settings.")
 
 
-@forbids([(train, "rate")], "write the formula yourself: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).")
+@forbids([(train, "rate")], "write the formula yourself, from the paper's equation (3).")
 def check_learning_rate(fn: Callable[[int, int, int], float]) -> None:
     """``fn(step, d_model, warmup) -> float`` must equal :func:`tx.train.rate` (the paper's eq. 3)."""
     g = torch.Generator().manual_seed(10)

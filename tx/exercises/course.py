@@ -17,9 +17,10 @@ In each notebook, with nbgrader's cell metadata,
   the hints are the learner edition's (in the notebook and in nbgrader's feedback);
 - every other cell is read-only.
 
-``python -m tx.exercises course OUTDIR --check`` then grades the course as students would
-submit it, with nbgrader's own commands, in a scratch copy (:mod:`tx.exercises.course_check`):
-the instructor's solutions must get full marks and the unsolved release zero.
+``python -m tx.exercises course OUTDIR --check`` then grades a class of synthetic students
+with nbgrader's own commands, in a scratch copy (:mod:`tx.exercises.course_check`): each
+exercise must score what a teacher would give, full marks for the solutions and zero for
+every answer that is wrong, empty, does not parse, or games the grader.
 
 Running the command again on an existing course updates it without losing the teacher's
 edits: a file is replaced only while it is what an earlier run wrote (the record is
@@ -31,12 +32,14 @@ from __future__ import annotations
 import ast
 import builtins
 import json
+import math
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from .course_check import BEGIN, END, check_course, report
+from .grading import fingerprint
 from .learner import CHAPTERS, Written, write_keeping
 from .learner_notebook import _source, chapter_label, citations, equation_numbers, learner_notebook
 
@@ -60,11 +63,40 @@ c = get_config()  # noqa: F821 - nbgrader defines it
 c.CourseDirectory.course_id = "transformer-run-and-tested"
 # What replaces each solution in the students' version (nbgrader's own default, stated here so
 # that the answer cells read as the book's stubs do: they raise until answered).
-c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
-# Seconds each cell may run when autograding: a check builds small models on inputs of its
-# own, a few seconds on a laptop; this leaves room for a slow, shared grading machine.
-c.ExecutePreprocessor.timeout = 600
+c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
+# Autograding runs each student's answers in a sandbox process of their own and the checks in
+# the grader's (tx.exercises.grading): an answer cannot change a check, print its verdict or
+# call what the exercise forbids. It takes the place of nbgrader's Execute step; the other
+# steps are nbgrader's own.
+# (Named as strings: only `nbgrader autograde` imports them.)
+c.Autograde.autograde_preprocessors = [
+    "tx.exercises.autograde.GradeInIsolation",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# Seconds each exercise's answer cells and check may take in all, and the memory each
+# exercise's sandbox may use beyond the grader's own. The book's solutions take {slowest:g} s at
+# most on the book's 2-core CI machine (bench/README.md, "Grading a class"): this is
+# {factor:g} times that, rounded up. Past it the exercise scores 0 with a one-line hint, and
+# the notebook's other exercises are graded as usual.
+c.GradeInIsolation.timeout = {timeout:g}
+c.GradeInIsolation.memory_mb = {memory_mb}
+# The tx the course was written for: grading with another tx is refused (the students' set-up
+# cell prints theirs). Write the course again after you update tx.
+c.GradeInIsolation.tx_fingerprint = "{fingerprint}"
+# Seconds a cell may run in a Jupyter kernel: `nbgrader validate`, which students may run,
+# executes the notebook there (it does not grade in isolation; its checks are the book's).
+c.ExecutePreprocessor.timeout = {timeout:g}
 '''
+SLOWEST_SOLUTION = 3.0
+"""Seconds: the slowest exercise's solution, answer cells and check, graded in isolation on the
+book's 2-core CI machine (bench/README.md, "Grading a class"; ``make course`` prints each)."""
+TIMEOUT_FACTOR = 10
+MEMORY_MB = 2048
 
 README = """\
 # The Transformer, Run and Tested: the nbgrader course
@@ -116,12 +148,18 @@ SETUP_CELL = '''\
 # course staff which environment (kernel) to choose.
 try:
     import tx
+    from tx.exercises.grading import fingerprint
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
         "this assignment needs the book's package `tx`: choose the kernel your course "
-        "set up for it, or install tx (the learner edition's README says how)."
+        "set up for it, or install tx (the course's README says how)."
     ) from None
-print(f"tx is installed: {tx.__file__}")'''
+COURSE_TX = "{fingerprint}"
+if fingerprint() != COURSE_TX:
+    print(f"Your tx is {{fingerprint()}}, the course's is {{COURSE_TX}}: ask your course "
+          "staff for the course's environment, or your checks may differ from the grader's.")
+else:
+    print(f"tx {{COURSE_TX}}, the course's.")'''
 
 
 def assignment_id(path: str | Path) -> str:
@@ -216,6 +254,61 @@ def _needed_cells(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> 
     return sorted(chosen)
 
 
+def _top_level_names(code: str) -> set[str]:
+    """The names a cell binds at its top level: its functions, classes, assignments and imports."""
+    tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n")))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            names |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return names
+
+
+def _without_given_code(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The exercises' cells less any code cell that is neither a stub, a check nor a solution, and the
+    markdown cell that introduces it: in the book they show tx's own answer ("tx's own merge_pair is
+    folded below"), which an assignment must not."""
+    kept: list[dict[str, Any]] = []
+    for cell in cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] == "code" and not {"stub", "check", "solution"} & set(tags):
+            if kept and kept[-1]["cell_type"] == "markdown" and not re.search(
+                    r"^[`:]{3,}\{exercise\}|^#", _source(kept[-1]), re.M):
+                kept.pop()
+            continue
+        kept.append(cell)
+    return kept
+
+
+def _unbinding(code: str, answers: set[str]) -> str:
+    """``code`` (a read-only cell) less its imports of the names the answers define.
+
+    A read-only cell that binds an answer's name (``from tx.subwords import merge_pair``) would
+    give an answer that does not run (``def broken(:``) tx's own function to be checked; the
+    import of that name is dropped. A name bound any other way is an error: the chapter must
+    change.
+    """
+    lines = code.split("\n")
+    tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines))
+    for node in reversed(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            keep = [a for a in node.names if (a.asname or a.name).split(".")[0] not in answers]
+            if len(keep) == len(node.names):
+                continue
+            node.names = keep
+            lines[node.lineno - 1: node.end_lineno] = ast.unparse(node).split("\n") if keep else []
+        else:
+            bound = _top_level_names(ast.unparse(node)) & answers
+            if bound:
+                raise ValueError(f"a read-only cell binds {', '.join(sorted(bound))}, which an exercise's "
+                                 "answer defines: the course would grade the cell's instead of the student's.")
+    return "\n".join(lines)
+
+
 def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False, points: int = 0) -> dict[str, Any]:
     meta: dict[str, Any] = {"grade": grade, "grade_id": grade_id, "locked": not solution, "schema_version": 3,
                             "solution": solution, "task": False}
@@ -257,12 +350,17 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
             cells[i]["source"] = answer_source(_source(cells[i]), _source(cells[solution]))
         except ValueError as error:
             raise ValueError(f"{name}, cell {i + 1}: {error}") from None
-    exercises = cells[start:]
+    exercises = _without_given_code(cells[start:])
     # The Exercises heading may close a longer cell (the Summary's): the assignment starts at the heading.
     head = exercises[0]
     head["source"] = _source(head)[re.search(r"^## Exercises\b", _source(head), re.M | re.I).start():]
     kept = [cells[i] for i in _needed_cells(cells[:start], [c for c in exercises if "solution" not in
                                                            c.get("metadata", {}).get("tags", [])])]
+    answers = set().union(*(_top_level_names(_source(cells[i])) for i in stubs))
+    try:
+        kept = [{**c, "source": _unbinding(_source(c), answers)} if c["cell_type"] == "code" else c for c in kept]
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None
     chapter = chapter_label(name)
     number = str(chapter) if chapter is not None else name.split("_")[0]
     title = {"cell_type": "markdown", "id": "tx-course-title", "metadata": {},
@@ -274,7 +372,7 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
         tags = cell.get("metadata", {}).get("tags", [])
         exercise = cell["metadata"].pop(_LABEL, None)
         if cell.get("id") == "tx-learner-setup":
-            cell["source"] = SETUP_CELL
+            cell["source"] = SETUP_CELL.format(fingerprint=fingerprint())
             cell["id"] = "tx-course-setup"
             cell["metadata"]["nbgrader"] = _nbgrader("setup")
             out.append(cell)
@@ -319,7 +417,10 @@ def course_files(chapters: str | Path = CHAPTERS, only: list[str] | None = None,
             (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
     assignments = [Path(name).parent.name for name in files]
     listed = ", ".join(f"`{a}`" for a in assignments) if assignments else "none"
-    return {"nbgrader_config.py": CONFIG.encode("utf-8"),
+    timeout = math.ceil(SLOWEST_SOLUTION * TIMEOUT_FACTOR)
+    config = CONFIG.format(slowest=SLOWEST_SOLUTION, factor=TIMEOUT_FACTOR, timeout=timeout, memory_mb=MEMORY_MB,
+                           fingerprint=fingerprint())
+    return {"nbgrader_config.py": config.encode("utf-8"),
             "README.md": README.format(assignments=listed, points=POINTS, s="" if POINTS == 1 else "s").encode(),
             **files}
 
@@ -370,14 +471,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m tx.exercises cour
     except (ValueError, RuntimeError) as error:
         parser.exit(1, f"{prog} --check: {error}\n")
     print(report(scores))
-    wrong = [a for a, s in scores.items() if not (s.full_marks and s.zero)]
+    wrong = [(a, *w) for a, s in scores.items() for w in s.wrong]
     if wrong:
-        details = []
-        for a in wrong:
-            s = scores[a]
-            lost = [g for g in s.max_points if s.solved.get(g) != s.max_points[g]]
-            given = [g for g in s.max_points if s.unsolved.get(g)]
-            details.append(f"{a}: the solutions lost points on {', '.join(lost) or 'nothing'}; the unsolved "
-                           f"release scored on {', '.join(given) or 'nothing'}")
-        parser.exit(1, "the course does not grade as it should:\n" + "\n".join(details) + "\n")
-    print("every assignment grades as it should: its solutions get full marks and its unsolved release zero")
+        lines = [f"{a}, {student}: {grade_id} scored {got if got is not None else 'nothing'}, a teacher gives {want:g}"
+                 for a, student, grade_id, got, want in wrong]
+        parser.exit(1, "the course does not grade as it should:\n" + "\n".join(lines) + "\n")
+    print("every assignment grades as a teacher would: the solutions full marks, every second exercise solved "
+          "half of them, and every wrong, unparseable, empty, aliasing, checker-replacing, \"Correct\"-printing "
+          "and runaway answer zero")

@@ -1,15 +1,22 @@
-"""``python -m tx.exercises course OUTDIR --check``: grade a course with nbgrader's own commands.
+"""``python -m tx.exercises course OUTDIR --check``: grade a class with nbgrader's own commands.
 
 In a scratch copy of the course (the teacher's gradebook is not touched), ``nbgrader
-generate_assignment`` makes every assignment's students' version; two students submit, one
-with the instructor's solutions filled in, one with the release untouched; ``nbgrader
-autograde`` grades both, and the scores are read back from nbgrader's gradebook. See
-:mod:`tx.exercises.course`.
+generate_assignment`` makes every assignment's students' version, and a class of synthetic
+students submits it (:data:`STUDENTS`): one with the instructor's solutions, one with the
+release untouched, one with every second exercise solved, and students whose every answer
+must score zero: plausibly wrong (the solution's result, a little off), not parsing, empty,
+calling tx's own implementation through a wrapper, replacing the checker, printing "Correct".
+On one assignment two more run away (a loop that never ends, memory that grows without end)
+on two exercises and solve the rest. ``nbgrader autograde`` grades them all, the runaway ones
+under a short time and memory limit, and every exercise's score is read back from nbgrader's
+gradebook and compared with what a teacher would give. See :mod:`tx.exercises.course`.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import importlib
 import json
 import os
 import re
@@ -17,19 +24,111 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .learner_notebook import _source
 
-__all__ = ["BEGIN", "END", "SOLVED", "UNSOLVED", "Scores", "check_course", "report"]
+__all__ = ["BEGIN", "END", "SOLVED", "UNSOLVED", "HALF", "GAMING", "RUNAWAY", "STUDENTS", "Scores",
+           "answer", "check_course", "report"]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 """nbgrader's delimiters of a solution in an answer cell (its defaults, with Python's comment mark)."""
 
 SOLVED, UNSOLVED = "tx-solutions", "tx-unsolved"
-"""The two students the check submits as: the instructor's solutions and the unsolved release."""
+"""The students who submit the instructor's solutions and the release untouched."""
+HALF = "tx-half"
+"""The student who solves every second exercise (the first, the third, ...) and leaves the others."""
+GAMING = ("tx-wrong", "tx-unparseable", "tx-empty", "tx-aliasing", "tx-replacing", "tx-printing")
+"""Students whose every answer must score zero (see :func:`answer`)."""
+RUNAWAY = ("tx-runaway-loop", "tx-runaway-memory")
+"""Students who, on one assignment, run away on the first two exercises and solve the others."""
+STUDENTS = (SOLVED, UNSOLVED, HALF) + GAMING
+RUNAWAY_LIMITS = ("--GradeInIsolation.timeout=4", "--GradeInIsolation.memory_mb=512")
+"""The limits the runaway students are graded under: short, so that the check stays cheap."""
+
+_OFF = '''
+def _tx_off(value):
+    """The right result, a little off: what a plausible mistake returns."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        if value.dtype == torch.bool:
+            return ~value
+        return value * 1.5 + 0.25 if value.is_floating_point() else value + 1
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, (list, tuple)) and value:
+        return type(value)([_tx_off(value[0]), *value[1:]]) if type(value) in (list, tuple) else None
+    if isinstance(value, dict) and value:
+        key = next(iter(value))
+        return {**value, key: _tx_off(value[key])}
+    if isinstance(value, (set, frozenset)):
+        return set(value) | {"<none>"}
+    return 0 if value is None else None
+'''
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """What a synthetic student needs to answer one exercise."""
+
+    solution: str  #: the instructor's answer cell, the delimiters left out
+    name: str  #: the function the stub defines
+    checker: tuple[str, str] | None  #: (module, name) of the tx checker its check cell calls
+    tx_answer: tuple[str, str] | None  #: (module, name) of a tx function the exercise forbids: tx's own answer
+
+
+def answer(student: str, k: int, exercise: Exercise, stub: str) -> str:
+    """The answer cell ``student`` submits for exercise ``k`` (counted from 0) of a notebook."""
+    f, right = exercise.name, exercise.solution
+    if student == SOLVED or (student == HALF and k % 2 == 0):
+        return right
+    if student == "tx-wrong":
+        return f"{right}\n{_OFF}\n_tx_right = {f}\n\n\ndef {f}(*args, **kwargs):\n" \
+               "    return _tx_off(_tx_right(*args, **kwargs))\n"
+    if student == "tx-unparseable":
+        return f"def {f}(:\n    return"
+    if student == "tx-empty":
+        return ""
+    if student == "tx-aliasing":
+        if exercise.tx_answer is None:
+            return stub
+        module, name = exercise.tx_answer
+        return f"from {module} import {name} as _tx_answer\n\n\ndef {f}(*args, **kwargs):\n" \
+               "    return _tx_answer(*args, **kwargs)\n"
+    if student == "tx-replacing":
+        lines = ["try:  # IPython: every later cell, the checks included, made a no-op",
+                 "    get_ipython().input_transformers_cleanup.append(lambda lines: [])",
+                 "except NameError:", "    pass"]
+        if exercise.checker:
+            module, name = exercise.checker
+            lines += [f"import {module}", f"{module}.{name} = lambda *a, **k: print('Correct: replaced.')",
+                      "import tx.exercises", "tx.exercises.CheckFailed = type('Nothing', (Exception,), {})"]
+        return "\n".join(lines + ["", "", f"def {f}(*args, **kwargs):", "    return None", ""])
+    if student == "tx-printing":
+        return (f"print('Correct: {f} is right.')\n\n\ndef {f}(*args, **kwargs):\n"
+                f"    print('Correct: {f} is right.')\n    return None\n")
+    if student == "tx-runaway-loop" and k < 2:
+        return f"def {f}(*args, **kwargs):\n    while True:\n        pass\n" if k == 0 else \
+            f"{right}\n\nwhile True:  # the cell itself never ends\n    pass\n"
+    if student == "tx-runaway-memory" and k < 2:
+        return (f"def {f}(*args, **kwargs):\n    import torch\n    hoard = []\n    while True:\n"
+                "        hoard.append(torch.ones(1 << 22))\n") if k == 0 else \
+            f"hoard = [bytearray(1 << 28) for _ in range(1 << 10)]\n\n{right}\n"
+    if student in RUNAWAY:
+        return right
+    return stub
+
+
+def expected_points(student: str, k: int, points: float) -> float:
+    """What a teacher gives ``student`` for exercise ``k`` worth ``points``."""
+    if student == SOLVED or (student == HALF and k % 2 == 0) or (student in RUNAWAY and k >= 2):
+        return points
+    return 0.0
 
 
 @dataclass
@@ -37,11 +136,26 @@ class Scores:
     """One assignment's scores from nbgrader's gradebook: ``{grade_id: points}`` per student."""
 
     max_points: dict[str, float]  #: ``{grade_id: points}`` each graded cell is worth
-    solved: dict[str, float] = field(default_factory=dict)  #: the points of the solved release
-    unsolved: dict[str, float] = field(default_factory=dict)  #: the points of the release as students get it
+    students: dict[str, dict[str, float]] = field(default_factory=dict)  #: what nbgrader gave each student
+    expected: dict[str, dict[str, float]] = field(default_factory=dict)  #: what a teacher gives each student
     hints: dict[str, str] = field(default_factory=dict)
     """``{grade_id: what the check printed}`` in the unsolved release as autograded: the hint
     that nbgrader's feedback shows."""
+
+    @property
+    def solved(self) -> dict[str, float]:
+        return self.students.get(SOLVED, {})
+
+    @property
+    def unsolved(self) -> dict[str, float]:
+        return self.students.get(UNSOLVED, {})
+
+    @property
+    def wrong(self) -> list[tuple[str, str, float | None, float]]:
+        """``(student, grade_id, points given, points a teacher gives)`` wherever they differ."""
+        return [(student, g, self.students.get(student, {}).get(g), want)
+                for student, grades in self.expected.items() for g, want in grades.items()
+                if self.students.get(student, {}).get(g) != want]
 
     @property
     def full_marks(self) -> bool:
@@ -64,19 +178,57 @@ def _run_nbgrader(args: list[str], cwd: Path) -> None:
         raise RuntimeError(f"`nbgrader {' '.join(args)}` failed (exit {done.returncode}):\n{done.stdout}{done.stderr}")
 
 
-def _solved(release: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
-    """The release with every answer cell as the source's solution, the delimiters left out: a perfect student."""
-    answers = {c["metadata"]["nbgrader"]["grade_id"]: c for c in source["cells"]
-               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
-    cells = []
+def _exercises(release: dict[str, Any], source: dict[str, Any]) -> dict[str, Exercise]:
+    """``{answer cell's grade_id: Exercise}`` of a notebook, from its source (the instructor's version)."""
+    from . import forbidden
+
+    cells = source["cells"]
+    found = {}
+    for i, cell in enumerate(cells):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if not meta.get("solution"):
+            continue
+        text = "\n".join(line for line in _source(cell).split("\n") if line.strip() not in (BEGIN, END))
+        name = next((n.name for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))), "answer")
+        check = next((_source(c) for c in cells[i + 1:] if c.get("metadata", {}).get("nbgrader", {}).get("grade")),
+                     "")
+        called = re.search(r"\b(tx\.exercises\.\w+)\.(check_\w+)\(", check)
+        checker = (called.group(1), called.group(2)) if called else None
+        tx_answer = None
+        if checker:
+            rule = forbidden(getattr(importlib.import_module(checker[0]), checker[1]))
+            for owner, attr in (rule or ([], ""))[0]:
+                if isinstance(owner, types.ModuleType) and owner.__name__.split(".")[0] == "tx" and \
+                        isinstance(getattr(owner, attr, None), types.FunctionType):
+                    tx_answer = (owner.__name__, attr)
+                    break
+        found[meta["grade_id"]] = Exercise(text, name, checker, tx_answer)
+    return found
+
+
+def _submission(release: dict[str, Any], exercises: dict[str, Exercise], student: str) -> dict[str, Any]:
+    """The release as ``student`` fills it in."""
+    cells, k = [], 0
     for cell in release["cells"]:
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            text = "\n".join(line for line in _source(answers[grade_id]).split("\n")
-                             if line.strip() not in (BEGIN, END))
-            cell = {**cell, "source": text}
+        if grade_id in exercises:
+            cell = {**cell, "source": answer(student, k, exercises[grade_id], _source(cell))}
+            k += 1
         cells.append(cell)
     return {**release, "cells": cells}
+
+
+def _expected(release: dict[str, Any], exercises: dict[str, Exercise], student: str) -> dict[str, float]:
+    """``{check's grade_id: points}`` a teacher gives ``student``: each check scores its exercise, the
+    answer cell before it."""
+    grades, k = {}, -1
+    for cell in release["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade_id") in exercises:
+            k += 1
+        elif meta.get("grade") and k >= 0:
+            grades[meta["grade_id"]] = expected_points(student, k, float(meta["points"]))
+    return grades
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -101,12 +253,12 @@ def _printed(notebook: dict[str, Any]) -> dict[str, str]:
 
 def check_course(course: str | Path, only: list[str] | None = None,
                  scratch: str | Path | None = None) -> dict[str, Scores]:
-    """Grade ``course`` with nbgrader in a scratch copy: the solutions and the unsolved release of each assignment.
+    """Grade a class of synthetic students (:data:`STUDENTS`, and :data:`RUNAWAY` on one assignment) with nbgrader.
 
-    Returns ``{assignment: Scores}`` read from nbgrader's gradebook. The course folder itself
-    is not changed. The copy is made in a temporary folder, removed afterwards, or in
-    ``scratch`` (an empty or new folder), kept with nbgrader's release/, submitted/ and
-    autograded/ folders and its gradebook.db.
+    Returns ``{assignment: Scores}`` read from nbgrader's gradebook, with what a teacher would
+    give each student. The course folder itself is not changed. The copy is made in a temporary
+    folder, removed afterwards, or in ``scratch`` (an empty or new folder), kept with nbgrader's
+    release/, submitted/ and autograded/ folders and its gradebook.db.
     """
     try:
         from nbgrader.api import Gradebook
@@ -137,26 +289,41 @@ def check_course(course: str | Path, only: list[str] | None = None,
         # The scratch course holds the assignments to check and no others: "*" names them all, so that
         # one nbgrader process does them all (each process takes seconds to start).
         _run_nbgrader(["generate_assignment", "*", "--force"], work)
-        for a in assignments:
-            for notebook in sorted((work / "release" / a).glob("*.ipynb")):
-                release = json.loads(notebook.read_text(encoding="utf-8"))
-                source = json.loads((work / "source" / a / notebook.name).read_text(encoding="utf-8"))
-                for student, nb in ((SOLVED, _solved(release, source)), (UNSOLVED, release)):
-                    target = work / "submitted" / student / a / notebook.name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+        expected: dict[str, dict[str, dict[str, float]]] = {a: {} for a in assignments}
+        runaway = next((a for a in assignments for nb in (work / "release" / a).glob("*.ipynb")
+                        if sum(1 for c in json.loads(nb.read_text(encoding="utf-8"))["cells"]
+                               if c.get("metadata", {}).get("nbgrader", {}).get("solution")) >= 3), None)
+
+        def submit(students: tuple[str, ...], which: list[str]) -> None:
+            for a in which:
+                for notebook in sorted((work / "release" / a).glob("*.ipynb")):
+                    release = json.loads(notebook.read_text(encoding="utf-8"))
+                    source = json.loads((work / "source" / a / notebook.name).read_text(encoding="utf-8"))
+                    exercises = _exercises(release, source)
+                    for student in students:
+                        target = work / "submitted" / student / a / notebook.name
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        nb = _submission(release, exercises, student)
+                        target.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+                        expected[a].setdefault(student, {}).update(_expected(release, exercises, student))
+
+        submit(STUDENTS, assignments)
         _run_nbgrader(["autograde", "*", "--create"], work)
+        if runaway:  # after the others, under limits short enough to keep the check cheap
+            submit(RUNAWAY, [runaway])
+            _run_nbgrader(["autograde", runaway, "--student=tx-runaway-*", "--create", *RUNAWAY_LIMITS], work)
         scores: dict[str, Scores] = {}
         with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gradebook:
             for a in assignments:
                 result = None
-                for student in (SOLVED, UNSOLVED):
+                for student in expected[a]:
                     submission = gradebook.find_submission(a, student)
                     grades = {g.name: float(g.score) for nb in submission.notebooks for g in nb.grades}
                     if result is None:
                         result = Scores({g.name: float(g.max_score) for nb in submission.notebooks
                                          for g in nb.grades})
-                    setattr(result, "solved" if student == SOLVED else "unsolved", grades)
+                    result.students[student] = {g: grades.get(g, 0.0) for g in result.max_points}
+                    result.expected[student] = expected[a][student]
                 for notebook in sorted((work / "autograded" / UNSOLVED / a).glob("*.ipynb")):
                     result.hints.update(_printed(json.loads(notebook.read_text(encoding="utf-8"))))
                 scores[a] = result
@@ -164,12 +331,20 @@ def check_course(course: str | Path, only: list[str] | None = None,
 
 
 def report(scores: dict[str, Scores]) -> str:
-    rows = [f"{'assignment':<12}{'exercises':>10}{'solutions':>12}{'unsolved':>10}"]
-    total = solved = unsolved = 0.0
-    for a, s in scores.items():
-        most = sum(s.max_points.values())
-        total, solved, unsolved = total + most, solved + sum(s.solved.values()), unsolved + sum(s.unsolved.values())
-        rows.append(f"{a:<12}{len(s.max_points):>10}{sum(s.solved.values()):>8g}/{most:<3g}"
-                    f"{sum(s.unsolved.values()):>6g}/{most:<3g}")
-    rows.append(f"{'total':<12}{'':>10}{solved:>8g}/{total:<3g}{unsolved:>6g}/{total:<3g}")
+    """A table: each assignment's points, per student, and whether each is what a teacher gives."""
+    students = list(dict.fromkeys(s for score in scores.values() for s in score.expected))
+    short = {s: s.removeprefix("tx-").removeprefix("runaway-") for s in students}
+    rows = [f"{'assignment':<11}" + "".join(f"{short[s]:>12}" for s in students)]
+    for a, score in scores.items():
+        most = sum(score.max_points.values())
+        cells = []
+        for student in students:
+            if student not in score.students:
+                cells.append(f"{'':>12}")
+                continue
+            got = sum(score.students[student].values())
+            ok = not any(w[0] == student for w in score.wrong)
+            cells.append(f"{f'{got:g}/{most:g}' + ('' if ok else ' !'):>12}")
+        rows.append(f"{a:<11}" + "".join(cells))
+    rows.append("(! : a score that is not what a teacher gives)")
     return "\n".join(rows)

@@ -6,8 +6,8 @@ replace the checker (``tx.exercises.ch10.check_adam_step = lambda fn: print("Cor
 keep a reference to the function a check forbids, print "Correct" itself, or make every later
 cell a no-op (IPython's input transformers). No check that runs in that kernel can be sound.
 
-The course's ``nbgrader_config.py`` puts :class:`GradeInIsolation` in place of nbgrader's
-``Execute`` preprocessor. For each notebook it submits:
+The course's ``nbgrader_config.py`` puts :class:`tx.exercises.autograde.GradeInIsolation` in
+place of nbgrader's ``Execute`` preprocessor. For each notebook it submits:
 
 - the teacher's cells run in the grader (the read-only cells, and the autograder-tests cells
   with any hidden tests a teacher adds: nbgrader has already put back their source), in a
@@ -53,7 +53,7 @@ from typing import Any, Callable
 
 from . import CheckFailed as _CheckFailed
 
-__all__ = ["Limits", "GradeInIsolation", "grade_notebook", "Sandbox", "SandboxFailed"]
+__all__ = ["Limits", "fingerprint", "grade_cells", "grade_notebook", "reaching", "Sandbox", "SandboxFailed"]
 
 _FRAME_LIMIT = 64 << 20  # bytes: the most one message from a sandbox may hold
 _TEXT_LIMIT = 4000  # characters of a cell's printed text kept for the feedback
@@ -352,6 +352,9 @@ def _serve(connection: socket.socket, namespace: dict[str, Any], answers: list[t
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 result = value(*args, **kwargs)
+        except NotImplementedError:  # the stub: the grader's call() words the hint, as in the notebook
+            _send(connection, {"op": "not-implemented"})
+            continue
         except BaseException as e:  # noqa: BLE001 - whatever the student's function raises is a hint
             _send(connection, {"op": "raised", "hint": _hint_for(name, e)})
             continue
@@ -507,6 +510,8 @@ class Sandbox:
                 reply = {"op": "callback-raised", "message": f"{type(e).__name__}: {e}"}, b""
             header, blob = self._ask(*reply)
         op = header.get("op")
+        if op == "not-implemented":
+            raise NotImplementedError
         if op == "raised":
             raise CheckFailed(str(header.get("hint", "your function raised an error."))[:1000])
         if op == "missing":
@@ -639,6 +644,42 @@ def _run_check(namespace: dict[str, Any], source: str, answers: list[tuple[int, 
     return [_stream(text[:_TEXT_LIMIT])] if text else []
 
 
+_REACHING = {
+    "reload", "import_module", "__import__", "exec", "eval", "compile", "open", "globals", "vars", "getattr",
+    "setattr", "delattr", "_getframe", "f_back", "f_globals", "f_locals", "getsource", "FunctionType", "CodeType",
+    "spec_from_file_location", "get_objects", "get_referrers",
+    "importlib", "sys", "os", "builtins", "inspect", "types", "marshal", "pickle", "runpy", "code", "ctypes", "gc",
+    "subprocess", "shutil", "signal", "socket", "resource",
+}
+"""Names that load or run code other than the answer's own, or reach into the grader's objects:
+no exercise needs one, and an answer cell that uses one is not run. So is one that names a
+double-underscore attribute other than :data:`_PLAIN_DUNDERS` (``().__class__.__bases__``). This
+is a screen, not the guarantee (the checks and the verdict are out of the answer's reach
+whatever it does): it keeps an answer from rebuilding tx's own function from tx's files."""
+
+_PLAIN_DUNDERS = {"__init__", "__name__", "__main__", "__call__", "__len__", "__getitem__", "__iter__", "__next__",
+                  "__repr__", "__str__", "__eq__", "__hash__", "__lt__", "__contains__"}
+
+
+def reaching(source: str) -> str | None:
+    """The first name in ``source`` of :data:`_REACHING` (as a name, an attribute or an import), or None."""
+    try:
+        tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        names = [node.id] if isinstance(node, ast.Name) else [node.attr] if isinstance(node, ast.Attribute) else \
+            [a.name.split(".")[0] for a in node.names] + [a.name.split(".")[-1] for a in node.names] \
+            if isinstance(node, (ast.Import, ast.ImportFrom)) else []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names += node.module.split(".")
+        found = next((n for n in names if n in _REACHING or (
+            n.startswith("__") and n.endswith("__") and n not in _PLAIN_DUNDERS)), None)
+        if found:
+            return found
+    return None
+
+
 def grade_notebook(cells: list[dict[str, Any]], namespace: dict[str, Any], limits: Limits) -> dict[int, list]:
     """``{cell index: outputs}`` for the answer and check cells of a notebook whose given cells ran in ``namespace``.
 
@@ -646,8 +687,18 @@ def grade_notebook(cells: list[dict[str, Any]], namespace: dict[str, Any], limit
     answer cells run once in order in a sandbox of their own, for their printed outputs; a cell
     that does not finish there is left out of the sandboxes that each check then starts.
     """
-    answers = [(c["index"], c["source"]) for c in cells if c["role"] == "answer"]
     outputs: dict[int, list] = {}
+    answers = []
+    for cell in cells:
+        if cell["role"] == "answer":
+            found = reaching(cell["source"])
+            if found:
+                outputs[cell["index"]] = [_error("Not run", (
+                    f"this cell uses `{found}`, which graded answers may not: it loads or runs code other than "
+                    "your own, or reaches into the grader's. Write the answer with tensors, numbers and "
+                    "functions of your own; the cell was left out."))]
+            else:
+                answers.append((cell["index"], cell["source"]))
     runnable: list[tuple[int, str]] = []
     todo = list(answers)
     while todo:
@@ -685,13 +736,17 @@ def fingerprint() -> str:
     import hashlib
     from pathlib import Path
 
-    import tx
-
-    root = Path(tx.__file__).parent
+    root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return f"{getattr(tx, '__version__', '0')}+{digest.hexdigest()[:12]}"
+    try:
+        from importlib.metadata import version
+
+        release = version("tx")
+    except Exception:  # noqa: BLE001 - tx run from a folder, not installed
+        release = "source"
+    return f"{release}+{digest.hexdigest()[:12]}"
 
 
 def _zygote() -> None:
@@ -787,53 +842,6 @@ def grade_cells(cells: list[dict[str, Any]], limits: Limits) -> dict[int, list]:
             atexit.register(_close_all)
         _ZYGOTES[key] = _Zygote(given)
     return _ZYGOTES[key].grade(cells, limits)
-
-
-def _role(cell: Any) -> str:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    if meta.get("solution"):
-        return "answer"
-    return "check" if meta.get("grade") else "given"
-
-
-try:
-    from nbgrader.preprocessors import NbGraderPreprocessor as _Preprocessor
-    from traitlets import Float, Integer, Unicode
-except ImportError:  # nbgrader is needed to grade a class, not to read the book
-    _Preprocessor, Float, Integer, Unicode = object, *(lambda *a, **k: None,) * 3  # type: ignore[assignment]
-
-
-class GradeInIsolation(_Preprocessor):  # type: ignore[misc,valid-type]
-    """nbgrader's autograde step with the checks sound: see the module's description.
-
-    In ``nbgrader_config.py``, in place of nbgrader's ``Execute`` in
-    ``c.Autograde.autograde_preprocessors``; its settings are ``c.GradeInIsolation.timeout``
-    (seconds per exercise), ``.memory_mb`` (per exercise) and ``.tx_fingerprint`` (the tx the
-    course was written for: grading with another is refused).
-    """
-
-    timeout = Float(30.0, help="seconds each exercise's answer cells and check may take in all").tag(config=True)
-    memory_mb = Integer(2048, help="megabytes of memory each exercise's sandbox may use").tag(config=True)
-    tx_fingerprint = Unicode("", help="tx's version and source hash the course was written for").tag(config=True)
-
-    def preprocess(self, nb: Any, resources: Any) -> tuple[Any, Any]:
-        import nbformat
-
-        if self.tx_fingerprint and self.tx_fingerprint != fingerprint():
-            raise RuntimeError(
-                f"this course was written for tx {self.tx_fingerprint}, but the grader has tx {fingerprint()}: "
-                "grade with the tx your students used (the course's README says how to install it), or "
-                "write the course again with this tx and give your students the same.")
-        cells = [{"index": i, "role": _role(cell), "source": cell.source}
-                 for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
-        outputs = grade_cells(cells, Limits(timeout=self.timeout, memory_mb=self.memory_mb))
-        count = 0
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type == "code":
-                count += 1
-                cell.outputs = [nbformat.from_dict(o) for o in outputs.get(i, [])]
-                cell.execution_count = count
-        return nb, resources
 
 
 if __name__ == "__main__":
