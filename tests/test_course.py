@@ -124,13 +124,20 @@ def test_writing_again_keeps_the_teachers_edits_and_says_so(tmp_path):
     check = next(i for i, c in enumerate(nb["cells"]) if nbgrader(c)["grade"])
     nb["cells"][check]["source"] += "\nassert True  # a hidden test of mine"
     notebook.write_text(json.dumps(nb))
+    # A points edit alone (nbgrader's metadata, the source untouched), in another assignment.
+    other = course / "source/ch05/05_multi_head_attention.ipynb"
+    nb5 = json.loads(other.read_text())
+    graded = next(i for i, c in enumerate(nb5["cells"]) if nbgrader(c)["grade"])
+    nb5["cells"][graded]["metadata"]["nbgrader"]["points"] = 2
+    other.write_text(json.dumps(nb5))
     (course / "README.md").unlink()
-    mine = {p: p.read_bytes() for p in (config, notebook)}
+    mine = {p: p.read_bytes() for p in (config, notebook, other)}
     code, out, err = run([str(course), "--only", "ch03", "ch05"])
     assert code == 0
     assert mine == {p: p.read_bytes() for p in mine}, "a teacher's edit was overwritten"
     assert "kept nbgrader_config.py: you changed it" in err
     assert f"kept source/ch03/03_self_attention_vectors.ipynb: you changed cell {check + 1}" in err
+    assert f"kept source/ch05/05_multi_head_attention.ipynb: you changed cell {graded + 1}" in err
     assert (course / "README.md").exists() and "wrote 1 files" in out
     assert (course / MANIFEST).exists()
     # --force replaces them

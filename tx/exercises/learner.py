@@ -234,9 +234,16 @@ class Written:
 
 
 def _cell_digests(notebook: dict[str, Any]) -> list[str]:
-    """One digest per cell, of its type and source only: outputs, counts, ids and metadata are not the learner's work."""
+    """One digest per cell, of its type and source, and of its nbgrader metadata where it has some (a
+    course's cell: its points, whether it is graded); outputs, counts, ids and other metadata are not
+    the learner's or the teacher's work."""
     # 16 hex digits (64 bits) tell a learner's edit from the edition's cell surely enough, and keep the manifest small.
-    return [_digest(f"{c.get('cell_type', '')}\0{_source(c)}".encode("utf-8"))[:16] for c in notebook.get("cells", [])]
+    def text(cell: dict[str, Any]) -> str:
+        grading = cell.get("metadata", {}).get("nbgrader")
+        extra = "" if grading is None else "\0" + json.dumps(grading, sort_keys=True)
+        return f"{cell.get('cell_type', '')}\0{_source(cell)}{extra}"
+
+    return [_digest(text(c).encode("utf-8"))[:16] for c in notebook.get("cells", [])]
 
 
 def _record(name: str, data: bytes) -> str | dict[str, Any]:
@@ -307,8 +314,8 @@ def _why_keep(name: str, current: bytes, record: Any, fresh: bytes, manifest: st
     """
     if record is None:
         return f"this tool did not write it (no record in {manifest})"
-    if isinstance(record, str) and record == _digest(current):
-        return None
+    if record == _digest(current) or (isinstance(record, dict) and record.get("sha256") == _digest(current)):
+        return None  # the file as this tool wrote it
     if not name.endswith(".ipynb"):
         return None if isinstance(record, dict) and record.get("sha256") == _digest(current) else "you changed it"
     try:
