@@ -12,12 +12,13 @@ import io
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from tx.exercises import CheckFailed
-from tx.exercises.course_check import RUNAWAY, STUDENTS, check_course
+from tx.exercises.course_check import RUNAWAY, STUDENTS, _run_nbgrader, check_course
 from tx.exercises.course import (
     BEGIN, END, MANIFEST, POINTS, answer_source, assignment_id, course_files, main, write_course,
 )
@@ -217,6 +218,33 @@ def test_nbgrader_grades_a_class_as_a_teacher_would(tmp_path, half):
                 assert "raise NotImplementedError()" in source(cell) and BEGIN not in source(cell), a
         # What nbgrader's feedback shows under each check is the hint the learner edition gives.
         assert s.hints == hints_in_process(released), a
+    # nbgrader's feedback for the students with hints: every hint fits its box at 1280 px.
+    _run_nbgrader(["generate_feedback", "*", "--student=tx-[uw]*", "--force"], tmp_path / "grading")
+    pages = sorted((tmp_path / "grading/feedback").glob("tx-*/*/*.html"))
+    assert len(pages) == 3 * len(half), pages  # unsolved, unparseable and wrong, each assignment
+    assert_hints_fit(pages)
+
+
+def assert_hints_fit(pages: list[Path]) -> None:
+    """In headless Chromium at 1280 px, no output box of a feedback page is wider than the page shows."""
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(ROOT / "tests/site"))
+    from sitekit import CHROMIUM_ARGS, chromium_path
+
+    too_wide, hints = [], 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        for html in pages:
+            page.goto(html.as_uri())
+            boxes = page.eval_on_selector_all(
+                "pre", "els => els.map(e => [e.scrollWidth, e.clientWidth, e.textContent.slice(0, 60)])")
+            hints += sum("Not yet" in text for _, _, text in boxes)
+            too_wide += [(html.name, text) for wide, shown, text in boxes if wide > shown + 1]
+        browser.close()
+    assert hints >= len(pages), "the feedback pages show fewer hints than there are notebooks"
+    assert not too_wide, f"hints wider than their box at 1280 px: {too_wide}"
 
 
 def test_the_teachers_page_quotes_a_hint_the_checker_gives():

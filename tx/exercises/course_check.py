@@ -88,8 +88,8 @@ def answer(student: str, k: int, exercise: Exercise, stub: str) -> str:
     if student == SOLVED or (student == HALF and k % 2 == 0):
         return right
     if student == "tx-wrong":
-        return f"{right}\n{_OFF}\n_tx_right = {f}\n\n\ndef {f}(*args, **kwargs):\n" \
-               "    return _tx_off(_tx_right(*args, **kwargs))\n"
+        return f"{right}\n{_OFF}\n_tx_right_{k} = {f}\n\n\ndef {f}(*args, **kwargs):\n" \
+               f"    return _tx_off(_tx_right_{k}(*args, **kwargs))\n"
     if student == "tx-unparseable":
         return f"def {f}(:\n    return"
     if student == "tx-empty":
@@ -246,7 +246,7 @@ def _printed(notebook: dict[str, Any]) -> dict[str, str]:
             if output.get("output_type") == "stream":
                 parts.append("".join(output.get("text", "")))
             elif output.get("output_type") == "error":
-                parts.append("\n".join(output.get("traceback", [])) or f"{output.get('ename')}: {output.get('evalue')}")
+                parts.append(f"{output.get('ename')}: {output.get('evalue')}")
         printed[meta["grade_id"]] = _ANSI.sub("", "".join(parts)).strip()
     return printed
 

@@ -585,8 +585,16 @@ def _checks(tree: ast.AST, namespace: dict[str, Any]) -> list[tuple[Any, set[str
     return found
 
 
+HINT_WIDTH = 88
+"""Characters a line of a hint in the graded notebook holds: nbgrader's feedback shows a traceback
+in a box that does not wrap, about 110 characters wide at 1280 pixels; the hint is wrapped here."""
+
+
 def _error(ename: str, message: str) -> dict[str, Any]:
-    return {"output_type": "error", "ename": ename, "evalue": message, "traceback": [f"{ename}: {message}"]}
+    import textwrap
+
+    lines = textwrap.wrap(f"{ename}: {message}", HINT_WIDTH, break_long_words=True, break_on_hyphens=False)
+    return {"output_type": "error", "ename": ename, "evalue": message, "traceback": lines or [ename]}
 
 
 def _stream(text: str, name: str = "stdout") -> dict[str, Any]:
