@@ -1,0 +1,125 @@
+"""Grading in isolation (tx.exercises.grading): the student's code runs in a sandbox process, the checks in
+the grader's, and nothing the student's code does reaches the verdict.
+
+Each test grades one small notebook (given cells, answer cells, check cells) with ``grade_cells``,
+as the course's nbgrader step does; the given cells are the same in every test, so one grader
+process serves them all. The whole course, through nbgrader, is tests/test_course.py's.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import pytest
+import torch
+
+from tx.exercises.grading import Limits, _data, fingerprint, grade_cells, reaching
+
+GIVEN = "import torch\nimport tx\nimport tx.exercises.ch12\nfrom tx.subwords import SubwordVocab"
+CHECK = "tx.exercises.ch12.check_count_pairs(count_pairs)"
+RIGHT = '''
+def count_pairs(words):
+    counts = {}
+    for pieces, n in words.items():
+        for pair in zip(pieces, pieces[1:]):
+            counts[pair] = counts.get(pair, 0) + n
+    return counts
+'''
+LIMITS = Limits(timeout=3, memory_mb=256)
+
+
+def grade(*answers: str, checks: tuple[str, ...] = (CHECK,)) -> list[list[dict]]:
+    """The outputs of each check cell, the answers in the cells before them (one check per answer, or all
+    the checks after all the answers)."""
+    cells = [{"index": 0, "role": "given", "source": GIVEN}]
+    for answer in answers:
+        cells.append({"index": len(cells), "role": "answer", "source": answer})
+    for check in checks:
+        cells.append({"index": len(cells), "role": "check", "source": check})
+    outputs = grade_cells(cells, LIMITS)
+    return [outputs[c["index"]] for c in cells if c["role"] == "check"]
+
+
+def verdict(outputs: list[dict]) -> str:
+    """"Correct: ..." or "Not yet: ..." (or another error's name and message)."""
+    for output in outputs:
+        if output["output_type"] == "error":
+            return f"{output['ename']}: {output['evalue']}"
+    return "".join(o.get("text", "") for o in outputs).strip()
+
+
+def test_a_right_answer_passes_and_an_unsolved_one_gets_the_notebooks_hint():
+    assert verdict(grade(RIGHT)[0]).startswith("Correct:")
+    unsolved = verdict(grade("def count_pairs(words):\n    raise NotImplementedError")[0])
+    assert unsolved.startswith("Not yet: count_pairs still raises NotImplementedError: replace the")
+
+
+@pytest.mark.parametrize("gaming", [
+    # replace the checker, and print what a pass prints
+    "import tx.exercises.ch12\ntx.exercises.ch12.check_count_pairs = lambda fn: print('Correct: yes')\n"
+    "print('Correct: count_pairs counts every neighbouring pair.')\ndef count_pairs(words):\n    return {}",
+    # make the checks' failures something else
+    "import tx.exercises\ntx.exercises.CheckFailed = type('Nothing', (Exception,), {})\n"
+    "def count_pairs(words):\n    return {}",
+    # IPython's input transformers: every later cell a no-op, in a kernel
+    "try:\n    get_ipython().input_transformers_cleanup.append(lambda lines: [])\nexcept NameError:\n    pass\n"
+    "def count_pairs(words):\n    return {}",
+], ids=["checker-replaced", "failure-replaced", "input-transformer"])
+def test_nothing_an_answer_does_reaches_the_verdict(gaming):
+    assert verdict(grade(gaming)[0]).startswith("Not yet:")
+
+
+@pytest.mark.parametrize("alias", [
+    "from tx.subwords import count_pairs",
+    "import tx\ncount_pairs = tx.subwords.count_pairs",
+    "from tx.subwords import count_pairs as _mine\ndef count_pairs(words):\n    return dict(_mine(words))",
+    "import tx.subwords\n_keep = [tx.subwords.count_pairs]\ndef count_pairs(words):\n    return _keep[0](words)",
+], ids=["import", "alias", "wrapper-prebound", "kept-in-a-list"])
+def test_tx_s_own_answer_refuses_under_any_name(alias):
+    said = verdict(grade(alias)[0])
+    assert said.startswith("Not yet: your function calls tx.subwords.count_pairs"), said
+
+
+def test_an_answer_that_rebuilds_code_is_not_run():
+    said = verdict(grade("import importlib, tx.subwords\ncount_pairs = importlib.reload(tx.subwords).count_pairs")[0])
+    assert said.startswith("Not yet:"), said
+    assert reaching("import importlib") == "importlib"
+    assert reaching("x = ().__class__.__bases__") in {"__class__", "__bases__"}
+    assert reaching(RIGHT) is None
+
+
+def test_runaway_answers_get_a_hint_and_the_others_keep_their_points():
+    loop = "def count_pairs(words):\n    while True:\n        pass"
+    hog = "def merge_pair(words, pair):\n    hoard = []\n    while True:\n        hoard.append(torch.ones(1 << 20))"
+    stuck = "while True:  # the cell never ends\n    pass"
+    right_rate = ("def unknown_rate(vocab, sentences):\n    ids = [i for s in sentences for i in "
+                  "vocab.encode(s, add_bos=False, add_eos=False)]\n    return ids.count(vocab.unk_id) / len(ids)")
+    checks = (CHECK, "tx.exercises.ch12.check_merge_pair(merge_pair)",
+              "tx.exercises.ch12.check_unknown_rate(unknown_rate)")
+    said = [verdict(o) for o in grade(loop, hog, stuck, right_rate, checks=checks)]
+    assert "did not finish within 3 s" in said[0], said[0]
+    assert "memory" in said[1], said[1]
+    assert said[2].startswith("Correct:"), said[2]  # the cell that never ends was left out, not the notebook
+
+
+def test_what_a_sandbox_sends_is_read_as_data_never_code():
+    class Evil:
+        def __reduce__(self):
+            return (print, ("ran the sender's code",))
+
+    with pytest.raises(pickle.UnpicklingError):
+        _data(pickle.dumps(Evil(), protocol=2))
+    buffer = io.BytesIO()
+    torch.save({("a", "b"): 3, "t": torch.ones(2)}, buffer)
+    assert _data(buffer.getvalue())[("a", "b")] == 3
+
+
+def test_an_answer_returning_an_object_gets_a_hint():
+    said = verdict(grade("class Counts(dict):\n    pass\ndef count_pairs(words):\n    return Counts()")[0])
+    assert said.startswith("Not yet:"), said
+
+
+def test_the_fingerprint_is_tx_s_version_and_source():
+    release, digest = fingerprint().split("+")
+    assert release and len(digest) == 12 and int(digest, 16) >= 0
