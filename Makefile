@@ -256,8 +256,10 @@ lab-test: $(STAMP) chromium
 	$(PARALLEL) $(BIN)/pytest tests/lab -n $(WORKERS) -q $(LAB_ARGS)
 
 ## course: the exercises as an nbgrader course for teachers, in course/ (teachers.md), then
-## checked by nbgrader: it grades the solutions (full marks) and the unsolved release (zero)
-## of every assignment in a scratch copy and prints both. Running it again keeps your edits.
+## checked by nbgrader: in a scratch copy it grades a class of made-up students (the solutions,
+## the release untouched, half solved, and wrong, unparseable, empty, aliasing, checker-replacing,
+## "Correct"-printing and runaway answers) and fails unless every exercise scores what a teacher
+## gives. Running it again keeps your edits.
 COURSE_DIR ?= course
 course: $(STAMP)
 	$(PARALLEL) $(BIN)/python -m tx.exercises course $(COURSE_DIR) --check

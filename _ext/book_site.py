@@ -163,6 +163,29 @@ def apply_repository_links(app: Sphinx, config) -> None:
     config.html_theme_options = repository_links(config.html_theme_options)
 
 
+def grading_substitutions(cost_file: str | Path) -> dict[str, str]:
+    """The teachers' page's numbers about grading: the course's limits (tx.exercises.course) and
+    the cost bench/grading_cost.py measured (``cost_file``), in words."""
+    import math
+
+    from tx.exercises import course
+
+    record = json.loads(Path(cost_file).read_text(encoding="utf-8"))
+    times = [r["solved_s"] for r in record["assignments"].values()]
+    return {
+        "grading_timeout": f"{math.ceil(course.SLOWEST_SOLUTION * course.TIMEOUT_FACTOR)}",
+        "grading_memory": f"{course.MEMORY_MB:,}",
+        "grading_cost": (f"from {min(times):.1f} to {max(times):.1f} seconds of one core a submission with every answer "
+                         f"right, {sum(times):.0f} for all {len(times)} assignments, so about "
+                         f"{sum(times) * 100 / 60:.0f} minutes of one core for a class of 100 that submits them all"),
+    }
+
+
+def add_grading_substitutions(app: Sphinx, config) -> None:
+    config.myst_substitutions = {**(config.myst_substitutions or {}),
+                                 **grading_substitutions(Path(app.confdir) / "bench/grading_cost.json")}
+
+
 WIDGET_VIEW_TAG = '<script type="application/vnd.jupyter.widget-view+json">'
 EXPLORER_FIRST_ALT = re.compile(r'(<div class="tx-explorer-frame" data-state="[^"]*"><img [^>]*?alt=")([^"]*)(")')
 
@@ -620,6 +643,7 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("book_site_description", "", "html", [str])
     app.connect("config-inited", add_static_paths)
     app.connect("config-inited", apply_repository_links)
+    app.connect("config-inited", add_grading_substitutions)
     app.connect("html-page-context", add_meta_tags)
     app.connect("html-page-context", add_base_href)
     app.connect("html-page-context", add_live_download_bytes)
