@@ -82,12 +82,31 @@ def test_tx_s_own_answer_refuses_under_any_name(alias):
     assert said.startswith("Not yet: your function calls tx.subwords.count_pairs"), said
 
 
-def test_an_answer_that_rebuilds_code_is_not_run():
-    said = verdict(grade("import importlib, tx.subwords\ncount_pairs = importlib.reload(tx.subwords).count_pairs")[0])
+@pytest.mark.parametrize("rebuilding", [
+    "import importlib, tx.subwords\ncount_pairs = importlib.reload(tx.subwords).count_pairs",
+    # code in a string, run by a module that takes one (the red team's first way in)
+    "import timeit\n_g = {}\ntimeit.Timer('import tx.subwords as s; G[0] = s', globals={'G': _g}).timeit(1)\n"
+    "count_pairs = _g[0].count_pairs",
+    "from tx.exercises.ch12 import _hidden_words\ndef count_pairs(words):\n    return {}",  # a checker's own
+    "def count_pairs(words):\n    return torch._C._VariableFunctions.softmax(words, -1)",  # torch's private
+], ids=["reload", "string-run-by-timeit", "checker-internals", "torch-private"])
+def test_an_answer_that_reaches_for_other_code_is_not_run(rebuilding):
+    said = verdict(grade(rebuilding)[0])
     assert said.startswith("Not yet:"), said
-    assert reaching("import importlib") == "importlib"
-    assert reaching("x = ().__class__.__bases__") in {"__class__", "__bases__"}
+    assert reaching(rebuilding) is not None
+
+
+def test_the_screen_leaves_an_answer_s_own_names_alone():
     assert reaching(RIGHT) is None
+    assert reaching("def f(words):\n    for code, n in words.items():\n        types = [code]\n    return types") is None
+    assert reaching("x = ().__class__.__bases__") in {"__class__", "__bases__"}
+
+
+def test_a_sandbox_can_open_no_file(tmp_path):
+    target = tmp_path / "written.pt"
+    writer = f"def count_pairs(words):\n    torch.save(torch.ones(1), {str(target)!r})\n    return {{}}"
+    said = verdict(grade(writer)[0])
+    assert said.startswith("Not yet:") and not target.exists(), said
 
 
 def test_runaway_answers_get_a_hint_and_the_others_keep_their_points():

@@ -17,7 +17,8 @@ from ..attention import attention
 
 __all__ = ["SOFTMAXES", "check_scaled_score", "check_softmax", "check_attend_one_word"]
 
-SOFTMAXES = [(torch, "softmax"), (torch.Tensor, "softmax"), (torch.nn.functional, "softmax"), (torch.special, "softmax")]
+SOFTMAXES = [(owner, name) for name in ("softmax", "log_softmax")  # exp of a log-softmax is one too
+             for owner in (torch, torch.Tensor, torch.nn.functional, torch.special)]
 """torch's softmax functions, which the softmax exercises ask the learner to do without.
 
 :meta hide-value:

@@ -149,39 +149,56 @@ def _run_check(namespace: dict[str, Any], source: str, answers: list[tuple[int, 
     return [_stream(text[:_TEXT_LIMIT])] if text else []
 
 
-_REACHING = {
-    "reload", "import_module", "__import__", "exec", "eval", "compile", "open", "globals", "vars", "getattr",
-    "setattr", "delattr", "_getframe", "f_back", "f_globals", "f_locals", "getsource", "FunctionType", "CodeType",
-    "spec_from_file_location", "get_objects", "get_referrers",
-    "importlib", "sys", "os", "builtins", "inspect", "types", "marshal", "pickle", "runpy", "code", "ctypes", "gc",
-    "subprocess", "shutil", "signal", "socket", "resource",
-}
-"""Names that load or run code other than the answer's own, or reach into the grader's objects:
-no exercise needs one, and an answer cell that uses one is not run. So is one that names a
-double-underscore attribute other than :data:`_PLAIN_DUNDERS` (``().__class__.__bases__``). This
-is a screen, not the guarantee (the checks and the verdict are out of the answer's reach
-whatever it does): it keeps an answer from rebuilding tx's own function from tx's files."""
-
-_PLAIN_DUNDERS = {"__init__", "__name__", "__main__", "__call__", "__len__", "__getitem__", "__iter__", "__next__",
+_BUILTINS = {"exec", "eval", "compile", "open", "getattr", "setattr", "delattr", "globals", "vars", "locals",
+             "__import__", "breakpoint", "input", "sys", "os", "inspect", "gc", "types", "importlib", "builtins"}
+"""Names an answer cell may not use unless it binds them itself: builtins that load or run code
+other than the answer's own, or reach into objects by name, and modules a read-only cell may
+have imported (``sys.modules``, ``inspect.currentframe``)."""
+_ATTRIBUTES = {"modules", "ops", "hub", "reload", "import_module", "getsource", "f_back", "f_globals", "f_locals",
+               "gi_frame", "cr_frame", "tb_frame", "load"}
+"""Attributes an answer may not name, beside every one that starts with an underscore (torch's
+private functions, the checkers' own references) other than :data:`_PLAIN_DUNDERS`."""
+_PLAIN_DUNDERS = {"__init__", "__name__", "__call__", "__len__", "__getitem__", "__iter__", "__next__",
                   "__repr__", "__str__", "__eq__", "__hash__", "__lt__", "__contains__"}
 
 
 def reaching(source: str) -> str | None:
-    """The first name in ``source`` of :data:`_REACHING` (as a name, an attribute or an import), or None."""
+    """What in ``source`` an answer cell may not use, or None: an import of a module outside what
+    answers need (:data:`tx.exercises.sandbox._MODULES` and tx, not its checkers), a name of
+    :data:`_BUILTINS` the cell does not bind, an attribute of :data:`_ATTRIBUTES` or a private one.
+
+    This screen is not the guarantee (the checks and the verdict are out of the answer's reach
+    whatever it does, and the sandbox can open no file): it keeps an answer from rebuilding tx's
+    own function from tx's files or torch's private ones.
+    """
+    from .sandbox import _MODULES
+
+    allowed = {name.split(".")[0] for name in _MODULES} | {"tx"}
     try:
         tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
     except SyntaxError:
         return None
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | \
+        {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | \
+        {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in n.args + n.kwonlyargs}
     for node in ast.walk(tree):
-        names = [node.id] if isinstance(node, ast.Name) else [node.attr] if isinstance(node, ast.Attribute) else \
-            [a.name.split(".")[0] for a in node.names] + [a.name.split(".")[-1] for a in node.names] \
-            if isinstance(node, (ast.Import, ast.ImportFrom)) else []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names += node.module.split(".")
-        found = next((n for n in names if n in _REACHING or (
-            n.startswith("__") and n.endswith("__") and n not in _PLAIN_DUNDERS)), None)
-        if found:
-            return found
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            for module in modules:
+                if module.split(".")[0] not in allowed or module.startswith("tx.exercises"):
+                    return f"import {module}"
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name.startswith("_") or (node.module == "tx" and alias.name == "exercises"):
+                        return f"import {alias.name}"
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in _BUILTINS and node.id not in bound:
+                return node.id
+        elif isinstance(node, ast.Attribute):
+            name = node.attr
+            if name in _ATTRIBUTES or (name.startswith("_") and name not in _PLAIN_DUNDERS) or \
+                    (name == "exercises" and isinstance(node.value, ast.Name) and node.value.id == "tx"):
+                return name
     return None
 
 
@@ -200,8 +217,8 @@ def grade_notebook(cells: list[dict[str, Any]], namespace: dict[str, Any], limit
             if found:
                 outputs[cell["index"]] = [_error("Not run", (
                     f"this cell uses `{found}`, which graded answers may not: it loads or runs code other than "
-                    "your own, or reaches into the grader's. Write the answer with tensors, numbers and "
-                    "functions of your own; the cell was left out."))]
+                    "your own, or reaches into tx's or torch's private parts. Write the answer with tensors, "
+                    "numbers and functions of your own; the cell was left out."))]
             else:
                 answers.append((cell["index"], cell["source"]))
     runnable: list[tuple[int, str]] = []

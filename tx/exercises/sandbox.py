@@ -10,6 +10,7 @@ the sandbox's blobs with ``torch.load(weights_only=True)`` only, so what comes b
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import linecache
 import os
@@ -144,8 +145,22 @@ class SandboxFailed(_CheckFailed):
         self.cells = dict(cells or {})
 
 
-def _limit(memory_mb: int, seconds: float) -> None:
-    """In the sandbox: its memory (address space), CPU time, file size and core dumps limited."""
+_MODULES = ("math", "cmath", "collections", "itertools", "functools", "heapq", "bisect", "statistics", "random",
+            "copy", "string", "re", "typing", "dataclasses", "numpy", "torch", "torch.nn", "torch.nn.functional")
+"""The modules an answer may import (tx.exercises.grading's screen refuses others)."""
+_PRELOADED = ("tokenizers", "tx.subwords", "tx.data")
+"""Modules a check's arguments may need when they are unpickled in the sandbox, where no file opens."""
+
+
+def _highest_fd() -> int:
+    try:
+        return max(int(name) for name in os.listdir("/proc/self/fd"))
+    except (OSError, ValueError):
+        return 1024
+
+
+def _limit(memory_mb: int, seconds: float, files: int) -> None:
+    """In the sandbox: its memory (address space), CPU time, open files, file size and core dumps limited."""
     import resource
 
     with open("/proc/self/status") as status:
@@ -156,6 +171,7 @@ def _limit(memory_mb: int, seconds: float) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
 
 def _hint_for(fn_name: str, error: BaseException) -> str:
@@ -196,12 +212,27 @@ def _serve(connection: socket.socket, namespace: dict[str, Any], answers: list[t
 
     os.setpgid(0, 0)  # its own process group: the grader stops what it starts too
     null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
+    for fd in (0, 1) if os.environ.get("TX_GRADING_DEBUG") else (0, 1, 2):
         os.dup2(null, fd)
-    _limit(limits.memory_mb, limits.timeout)
     torch.set_num_threads(1)
     work = tempfile.mkdtemp(prefix="tx-sandbox-")
     os.chdir(work)
+    for name in _MODULES + _PRELOADED:  # what an answer may import, and what a check's arguments need
+        # (a pickled SubwordVocab needs tokenizers), imported while files can still be opened
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    as_data((torch.ones(1), {"a": [1.0]}))  # what torch.save imports on first use, likewise
+    # Every file the process holds closed but the connection and /dev/null (the grader's pipes to
+    # nbgrader and to its own process among them), then no new one: no file, socket or /proc
+    # entry can be opened from here (the gradebook included).
+    if connection.fileno() != 3:  # the connection becomes file 3, the highest a sandbox holds
+        os.dup2(connection.fileno(), 3)
+        moved, connection = connection, socket.socket(fileno=3)
+        moved.close()
+    for fd in range(4, _highest_fd() + 1):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _limit(limits.memory_mb, limits.timeout, files=4)
     stack = contextlib.ExitStack()
     for targets, why in forbidden:
         stack.enter_context(forbidding(targets, why))
@@ -279,6 +310,11 @@ class Sandbox:
                 _serve(theirs, dict(namespace), answers, forbidden, limits, report_each)
             except BaseException:  # noqa: BLE001 - the grader sees the connection close
                 code = 1
+                if os.environ.get("TX_GRADING_DEBUG"):  # the sandbox's own failure, for tx's developers
+                    import traceback
+
+                    with contextlib.suppress(Exception):
+                        os.write(2, traceback.format_exc().encode())
             finally:
                 os._exit(code)
         theirs.close()
