@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import re
 import shutil
 import sys
@@ -263,3 +264,14 @@ def test_the_teachers_page_quotes_a_hint_the_checker_gives():
     with pytest.raises(CheckFailed) as failed:
         ch03.check_softmax(softmax)
     assert " ".join(quoted.split()) == "Not yet: " + " ".join(str(failed.value).split())
+
+
+def test_the_time_limit_covers_the_slowest_measured_solution():
+    """The course's per-exercise timeout is derived from bench/grading_cost.json: the constant it is
+    made from must not be below the slowest solution measured there."""
+    from tx.exercises import course
+
+    measured = json.loads((ROOT / "bench/grading_cost.json").read_text())["solved_s_max"]
+    assert course.SLOWEST_SOLUTION >= measured
+    assert f"c.GradeInIsolation.timeout = {math.ceil(course.SLOWEST_SOLUTION * course.TIMEOUT_FACTOR)}" in \
+        course.course_files(only=["ch03"])["nbgrader_config.py"].decode()
