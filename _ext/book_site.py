@@ -172,11 +172,13 @@ def grading_substitutions(cost_file: str | Path) -> dict[str, str]:
 
     record = json.loads(Path(cost_file).read_text(encoding="utf-8"))
     times = [r["solved_s"] for r in record["assignments"].values()]
+    starts = [r["start_s"] for r in record["assignments"].values()]
     return {
+        "grading_start": f"{min(starts):.0f} to {max(starts):.0f} seconds",
         "grading_timeout": f"{math.ceil(course.SLOWEST_SOLUTION * course.TIMEOUT_FACTOR)}",
         "grading_memory": f"{course.MEMORY_MB:,}",
         "grading_cost": (f"from {min(times):.1f} to {max(times):.1f} seconds of one core a submission with every answer "
-                         f"right, {sum(times):.0f} for all {len(times)} assignments, so about "
+                         f"right, {sum(times):.0f} seconds for all {len(times)} assignments, so about "
                          f"{sum(times) * 100 / 60:.0f} minutes of one core for a class of 100 that submits them all"),
     }
 

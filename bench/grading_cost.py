@@ -6,12 +6,10 @@ For each assignment of the course (written from chapters/ into a temporary folde
 grader's process for it starts once (``start_s``: the assignment's read-only cells, torch and
 tx imported) and then grades ``--repeat`` submissions with the instructor's solutions, the
 dearest kind (every check runs to the end; a wrong answer stops at its first failure):
-``solved_s`` is their mean wall time, on one thread (the grader and its sandboxes take turns, so on a
-quiet machine it is the CPU time they use). nbgrader's own
-work per notebook (reading and writing it, the gradebook) comes on top: ``nbgrader_s``,
-measured once by autograding ``--repeat`` submissions of one assignment with nbgrader and
-subtracting the grading. Run it on a quiet machine, one thread (OMP_NUM_THREADS=1, as `make
-course` runs). teachers.md quotes the result (through _ext/book_site.py).
+``solved_s`` is their mean wall time on one thread, about the CPU time the grader and its
+sandboxes use, as they take turns. nbgrader's own work per notebook comes on top and is not
+measured here. Run it on a quiet machine (OMP_NUM_THREADS=1, as `make course` runs).
+teachers.md quotes the result (through _ext/book_site.py).
 """
 
 from __future__ import annotations
@@ -73,10 +71,9 @@ zygote.close()
 print(json.dumps(spent))
 """
         before = cpu_of_children()
-        t = time.perf_counter()
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env={**os.environ, "OMP_NUM_THREADS": "1"})
-        total_cpu, wall = cpu_of_children() - before, time.perf_counter() - t
+        total_cpu = cpu_of_children() - before
         grading_wall = json.loads(out.stdout.strip().splitlines()[-1])
         solved = sum(grading_wall) / len(grading_wall)
         results[a] = {"solved_s": round(solved, 2), "start_s": round(total_cpu - sum(grading_wall), 2)}

@@ -79,9 +79,9 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # Seconds each exercise's answer cells and check may take in all, and the memory each
-# exercise's sandbox may use beyond the grader's own. The book's solutions take {slowest:g} s at
-# most on the book's 2-core CI machine (bench/README.md, "Grading a class"): this is
-# {factor:g} times that, rounded up. Past it the exercise scores 0 with a one-line hint, and
+# exercise's sandbox may use beyond the grader's own. The book's solutions to a whole
+# assignment take {slowest:g} s at most on the book's 2-core test machine (bench/README.md,
+# "Grading a class"): this is {factor:g} times that. Past it the exercise scores 0 with a one-line hint, and
 # the notebook's other exercises are graded as usual.
 c.GradeInIsolation.timeout = {timeout:g}
 c.GradeInIsolation.memory_mb = {memory_mb}
@@ -93,8 +93,9 @@ c.GradeInIsolation.tx_fingerprint = "{fingerprint}"
 c.ExecutePreprocessor.timeout = {timeout:g}
 '''
 SLOWEST_SOLUTION = 3.0
-"""Seconds: the slowest exercise's solution, graded in isolation on the book's 2-core test
-machine (ch14's, 2.6 s in bench/grading_cost.json, bench/README.md "Grading a class"), rounded up."""
+"""Seconds: the book's solutions to the slowest assignment, all its exercises, graded in isolation
+on the book's 2-core test machine (ch14's, 2.6 s in bench/grading_cost.json, bench/README.md
+"Grading a class"), rounded up: one exercise takes less."""
 TIMEOUT_FACTOR = 10
 MEMORY_MB = 2048
 

@@ -154,8 +154,8 @@ _BUILTINS = {"exec", "eval", "compile", "open", "getattr", "setattr", "delattr",
 """Names an answer cell may not use unless it binds them itself: builtins that load or run code
 other than the answer's own, or reach into objects by name, and modules a read-only cell may
 have imported (``sys.modules``, ``inspect.currentframe``)."""
-_ATTRIBUTES = {"modules", "ops", "hub", "reload", "import_module", "getsource", "f_back", "f_globals", "f_locals",
-               "gi_frame", "cr_frame", "tb_frame", "load"}
+_ATTRIBUTES = {"ops", "hub", "reload", "import_module", "getsource", "f_back", "f_globals", "f_locals",
+               "gi_frame", "cr_frame", "tb_frame"}
 """Attributes an answer may not name, beside every one that starts with an underscore (torch's
 private functions, the checkers' own references) other than :data:`_PLAIN_DUNDERS`."""
 _PLAIN_DUNDERS = {"__init__", "__name__", "__call__", "__len__", "__getitem__", "__iter__", "__next__",
