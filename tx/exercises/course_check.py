@@ -46,6 +46,7 @@ GAMING = ("tx-wrong", "tx-unparseable", "tx-empty", "tx-aliasing", "tx-replacing
 RUNAWAY = ("tx-runaway-loop", "tx-runaway-memory")
 """Students who, on one assignment, run away on the first two exercises and solve the others."""
 STUDENTS = (SOLVED, UNSOLVED, HALF) + GAMING
+"""The class every assignment is graded for: the solutions, the release untouched, ``HALF`` and ``GAMING``."""
 RUNAWAY_LIMITS = ("--GradeInIsolation.timeout=4", "--GradeInIsolation.memory_mb=512")
 """The limits the runaway students are graded under: short, so that the check stays cheap."""
 

@@ -157,15 +157,15 @@ have imported (``sys.modules``, ``inspect.currentframe``)."""
 _ATTRIBUTES = {"ops", "hub", "reload", "import_module", "getsource", "f_back", "f_globals", "f_locals",
                "gi_frame", "cr_frame", "tb_frame"}
 """Attributes an answer may not name, beside every one that starts with an underscore (torch's
-private functions, the checkers' own references) other than :data:`_PLAIN_DUNDERS`."""
+private functions, the checkers' own references) other than ``_PLAIN_DUNDERS``."""
 _PLAIN_DUNDERS = {"__init__", "__name__", "__call__", "__len__", "__getitem__", "__iter__", "__next__",
                   "__repr__", "__str__", "__eq__", "__hash__", "__lt__", "__contains__"}
 
 
 def reaching(source: str) -> str | None:
     """What in ``source`` an answer cell may not use, or None: an import of a module outside what
-    answers need (:data:`tx.exercises.sandbox._MODULES` and tx, not its checkers), a name of
-    :data:`_BUILTINS` the cell does not bind, an attribute of :data:`_ATTRIBUTES` or a private one.
+    answers need (``tx.exercises.sandbox._MODULES`` and tx, not its checkers), a name of
+    ``_BUILTINS`` the cell does not bind, an attribute of ``_ATTRIBUTES`` or a private one.
 
     This screen is not the guarantee (the checks and the verdict are out of the answer's reach
     whatever it does, and the sandbox can open no file): it keeps an answer from rebuilding tx's

@@ -71,7 +71,7 @@ def data(blob: bytes) -> Any:
 
 
 def as_data(value: Any) -> bytes:
-    """``value`` saved so that :func:`_data` can read it: containers made plain, tensors made torch.Tensor."""
+    """``value`` saved so that :func:`data` can read it: containers made plain, tensors made torch.Tensor."""
     import torch
 
     def plain(v: Any, depth: int = 0) -> Any:
