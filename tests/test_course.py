@@ -21,7 +21,7 @@ import pytest
 from tx.exercises import CheckFailed
 from tx.exercises.course_check import RUNAWAY, STUDENTS, _run_nbgrader, check_course
 from tx.exercises.course import (
-    BEGIN, END, MANIFEST, POINTS, answer_source, assignment_id, course_files, main, write_course,
+    BEGIN, END, MANIFEST, POINTS, answer_source, asks_in_words, assignment_id, course_files, main, write_course,
 )
 
 from notebook_tools import ROOT, load, source, tags, toc_chapters
@@ -45,6 +45,11 @@ def nbgrader(cell: dict) -> dict:
     return cell["metadata"]["nbgrader"]
 
 
+def exercise_cells(path: Path) -> list[dict]:
+    return [c for c in load(path)["cells"] if c["cell_type"] == "markdown"
+            and re.search(r"^[`:]{3,}\{exercise\}", source(c), re.M)]
+
+
 def exercise_labels(path: Path) -> list[str]:
     return re.findall(r"^:label:[ \t]*(ex-\S+)", "\n".join(
         source(c) for c in load(path)["cells"] if c["cell_type"] == "markdown"
@@ -58,10 +63,17 @@ def test_every_chapter_is_an_assignment_of_its_exercises(course):
     for a, nb in by_assignment.items():
         chapter = load(books[a])["cells"]
         labels = exercise_labels(books[a])
-        answers = [c for c in nb["cells"] if nbgrader(c)["solution"]]
-        checks = [c for c in nb["cells"] if nbgrader(c)["grade"]]
+        answers = [c for c in nb["cells"] if nbgrader(c)["solution"] and c["cell_type"] == "code"]
+        checks = [c for c in nb["cells"] if nbgrader(c)["grade"] and c["cell_type"] == "code"]
         assert [nbgrader(c)["grade_id"] for c in answers] == [f"{label}-answer" for label in labels], a
         assert [nbgrader(c)["grade_id"] for c in checks] == [f"{label}-check" for label in labels], a
+        # An exercise that asks a question in words has a manually graded answer in words, after its check.
+        asking = [label for label, cell in zip(labels, exercise_cells(books[a])) if asks_in_words(source(cell))]
+        written = [c for c in nb["cells"] if nbgrader(c)["solution"] and c["cell_type"] == "markdown"]
+        assert [nbgrader(c)["grade_id"] for c in written] == [f"{label}-words" for label in asking], a
+        assert all(nbgrader(c)["grade"] and nbgrader(c)["points"] == POINTS for c in written), a
+        ids = [nbgrader(c)["grade_id"] for c in nb["cells"]]
+        assert all(ids.index(f"{label}-words") == ids.index(f"{label}-check") + 2 for label in asking), a
         # The checks are the book's, calling the book's checkers, worth POINTS each and read-only.
         assert [source(c) for c in checks] == [source(c) for c in chapter if "check" in tags(c)], a
         assert all(nbgrader(c)["points"] == POINTS and nbgrader(c)["locked"] for c in checks), a
@@ -206,10 +218,13 @@ def test_nbgrader_grades_a_class_as_a_teacher_would(tmp_path, half):
     assert sum(set(RUNAWAY) <= set(s.students) for s in scores.values()) == 1
     for a, s in scores.items():
         checks = {f"{label}-check" for label in exercise_labels(books[a])}
-        assert set(s.max_points) == checks and all(p == POINTS for p in s.max_points.values()), a
+        words = {f"{label}-words" for label, cell in zip(exercise_labels(books[a]), exercise_cells(books[a]))
+                 if asks_in_words(source(cell))}
+        assert set(s.max_points) == checks | words and all(p == POINTS for p in s.max_points.values()), a
+        assert s.by_hand == words and set(s.autograded) == checks, a
         assert set(STUDENTS) <= set(s.students), a
-        assert s.solved == s.max_points, f"{a}: the instructor's solutions lost points: {s.solved}"
-        assert s.unsolved == dict.fromkeys(checks, 0.0), f"{a}: the unsolved release scored: {s.unsolved}"
+        assert s.full_marks, f"{a}: the instructor's solutions lost points: {s.solved}"
+        assert s.unsolved == dict.fromkeys(checks | words, 0.0), f"{a}: the unsolved release scored: {s.unsolved}"
         assert s.wrong == [], f"{a}: (student, exercise, points given, points a teacher gives): {s.wrong}"
         # The release a student gets: nbgrader's stub where each solution was, nothing of it left.
         release = next((tmp_path / "grading/release" / a).glob("*.ipynb"))

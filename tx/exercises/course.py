@@ -338,12 +338,15 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
     # Each cell carries its exercise's label through learner_notebook (which copies cells, metadata
     # included, drops the solutions and adds its set-up cell); the grade ids are made from it below.
     label, count = assignment_id(name), 0
+    in_words: set[str] = set()  # the exercises that also ask a question in words
     for cell in cells:
         text = _source(cell)
         if cell["cell_type"] == "markdown" and re.search(r"^[`:]{3,}\{exercise\}", text, re.M):
             count += 1
             found = re.search(r"^:label:[ \t]*(\S+)", text, re.M)
             label = found.group(1) if found else f"{assignment_id(name)}-exercise-{count}"
+            if asks_in_words(text):
+                in_words.add(label)
         cell.setdefault("metadata", {})[_LABEL] = label
     for i in stubs:
         solution = next(j for j in range(i + 1, len(cells)) if "solution" in cells[j]["metadata"].get("tags", []))
@@ -386,7 +389,36 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
         else:
             cell["metadata"]["nbgrader"] = _nbgrader(f"cell-{n}")
         out.append(cell)
+        if "check" in tags and exercise in in_words:
+            out += _written_answer(exercise)
     return {**learner, "cells": out}
+
+
+def asks_in_words(exercise: str) -> bool:
+    """Whether an exercise's text (its directive cell) asks a question, outside its code: a "?"."""
+    body = "\n".join(exercise.split("\n")[1:-1])
+    return "?" in re.sub(r"`[^`\n]*`", "", body)
+
+
+WRITTEN_PROMPT = """\
+**In words.** The exercise above also asks a question in words. Answer it in the cell below,
+in a few sentences (equations as $...$ are welcome): it is graded by hand, worth {points}
+point{s}."""
+
+WRITTEN_SOLUTION = """\
+The book's solution to this exercise, folded under it on the website, answers the question;
+grade by it. (nbgrader shows students `YOUR ANSWER HERE` in this cell.)"""
+
+
+def _written_answer(exercise: str) -> list[dict[str, Any]]:
+    """The two cells of an exercise's answer in words: the prompt (read-only) and a manually graded answer."""
+    prompt = {"cell_type": "markdown", "id": f"{exercise}-words-prompt"[:64],
+              "metadata": {"nbgrader": _nbgrader(f"{exercise}-words-prompt")},
+              "source": WRITTEN_PROMPT.format(points=POINTS, s="" if POINTS == 1 else "s")}
+    answer = {"cell_type": "markdown", "id": f"{exercise}-words"[:64],
+              "metadata": {"nbgrader": _nbgrader(f"{exercise}-words", solution=True, grade=True, points=POINTS)},
+              "source": WRITTEN_SOLUTION}
+    return [prompt, answer]
 
 
 def course_files(chapters: str | Path = CHAPTERS, only: list[str] | None = None,

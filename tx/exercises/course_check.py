@@ -137,6 +137,7 @@ class Scores:
     """One assignment's scores from nbgrader's gradebook: ``{grade_id: points}`` per student."""
 
     max_points: dict[str, float]  #: ``{grade_id: points}`` each graded cell is worth
+    by_hand: set[str] = field(default_factory=set)  #: the grade ids of answers in words, graded by hand
     students: dict[str, dict[str, float]] = field(default_factory=dict)  #: what nbgrader gave each student
     expected: dict[str, dict[str, float]] = field(default_factory=dict)  #: what a teacher gives each student
     hints: dict[str, str] = field(default_factory=dict)
@@ -159,8 +160,13 @@ class Scores:
                 if self.students.get(student, {}).get(g) != want]
 
     @property
+    def autograded(self) -> dict[str, float]:
+        """``{grade_id: points}`` of the cells the autograder scores (not the answers in words)."""
+        return {g: p for g, p in self.max_points.items() if g not in self.by_hand}
+
+    @property
     def full_marks(self) -> bool:
-        return bool(self.max_points) and self.solved == self.max_points
+        return bool(self.max_points) and all(self.solved.get(g) == p for g, p in self.autograded.items())
 
     @property
     def zero(self) -> bool:
@@ -187,7 +193,7 @@ def _exercises(release: dict[str, Any], source: dict[str, Any]) -> dict[str, Exe
     found = {}
     for i, cell in enumerate(cells):
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        if not meta.get("solution"):
+        if not meta.get("solution") or cell.get("cell_type") != "code":  # an answer in words is graded by hand
             continue
         text = "\n".join(line for line in _source(cell).split("\n") if line.strip() not in (BEGIN, END))
         name = next((n.name for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))), "answer")
@@ -227,6 +233,8 @@ def _expected(release: dict[str, Any], exercises: dict[str, Exercise], student: 
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if meta.get("grade_id") in exercises:
             k += 1
+        elif meta.get("grade") and meta.get("solution"):  # an answer in words, left as released: nothing
+            grades[meta["grade_id"]] = 0.0
         elif meta.get("grade") and k >= 0:
             grades[meta["grade_id"]] = expected_points(student, k, float(meta["points"]))
     return grades
@@ -293,7 +301,8 @@ def check_course(course: str | Path, only: list[str] | None = None,
         expected: dict[str, dict[str, dict[str, float]]] = {a: {} for a in assignments}
         runaway = next((a for a in assignments for nb in (work / "release" / a).glob("*.ipynb")
                         if sum(1 for c in json.loads(nb.read_text(encoding="utf-8"))["cells"]
-                               if c.get("metadata", {}).get("nbgrader", {}).get("solution")) >= 3), None)
+                               if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+                               and c["cell_type"] == "code") >= 3), None)
 
         def submit(students: tuple[str, ...], which: list[str]) -> None:
             for a in which:
@@ -322,7 +331,9 @@ def check_course(course: str | Path, only: list[str] | None = None,
                     grades = {g.name: float(g.score) for nb in submission.notebooks for g in nb.grades}
                     if result is None:
                         result = Scores({g.name: float(g.max_score) for nb in submission.notebooks
-                                         for g in nb.grades})
+                                         for g in nb.grades},
+                                        {g.name for nb in submission.notebooks for g in nb.grades
+                                         if g.cell.cell_type == "markdown"})
                     result.students[student] = {g: grades.get(g, 0.0) for g in result.max_points}
                     result.expected[student] = expected[a][student]
                 for notebook in sorted((work / "autograded" / UNSOLVED / a).glob("*.ipynb")):
@@ -337,7 +348,7 @@ def report(scores: dict[str, Scores]) -> str:
     short = {s: s.removeprefix("tx-").removeprefix("runaway-") for s in students}
     rows = [f"{'assignment':<11}" + "".join(f"{short[s]:>12}" for s in students)]
     for a, score in scores.items():
-        most = sum(score.max_points.values())
+        most = sum(score.autograded.values())
         cells = []
         for student in students:
             if student not in score.students:
@@ -347,5 +358,7 @@ def report(scores: dict[str, Scores]) -> str:
             ok = not any(w[0] == student for w in score.wrong)
             cells.append(f"{f'{got:g}/{most:g}' + ('' if ok else ' !'):>12}")
         rows.append(f"{a:<11}" + "".join(cells))
-    rows.append("(! : a score that is not what a teacher gives)")
+    by_hand = sum(len(score.by_hand) for score in scores.values())
+    rows.append("(! : a score that is not what a teacher gives; the autograded points only: "
+                f"{by_hand} answers in words wait for a teacher, who grades them in Formgrader)")
     return "\n".join(rows)
