@@ -290,3 +290,22 @@ def test_the_time_limit_covers_the_slowest_measured_solution():
     assert course.SLOWEST_SOLUTION >= measured
     assert f"c.GradeInIsolation.timeout = {math.ceil(course.SLOWEST_SOLUTION * course.TIMEOUT_FACTOR)}" in \
         course.course_files(only=["ch03"])["nbgrader_config.py"].decode()
+
+
+def test_the_course_writes_its_environment_from_the_book_s_locks(course):
+    """requirements.txt: every package of the learner edition's lock and nbgrader's, each block (pin and
+    hashes) as a lock has it; the Dockerfile installs it, then tx from the learner edition's wheel."""
+    from tx.exercises.course_environment import lock_blocks
+
+    wanted = course["requirements.txt"].decode()
+    written = lock_blocks(wanted)
+    learner = lock_blocks((ROOT / "requirements-learner.lock").read_text())
+    book = lock_blocks((ROOT / "requirements.lock").read_text())
+    assert set(learner) <= set(written) and {"nbgrader", "alembic", "sqlalchemy"} <= set(written)
+    for name, (block, _) in written.items():
+        pin = block.split("\n")[0].split(" ")[0]
+        assert pin == book[name][0].split("\n")[0].split(" ")[0], name  # the version the book was tested with
+        assert "--hash=sha256:" in block, name
+    docker = course["Dockerfile"].decode()
+    assert "--require-hashes -r /tmp/requirements.txt" in docker and "tx-*.whl" in docker
+    assert "FROM python:3.11" in docker

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .course_check import BEGIN, END, check_course, report
+from .course_environment import DOCKERFILE, course_requirements
 from .grading import fingerprint
 from .learner import CHAPTERS, Written, write_keeping
 from .learner_notebook import _source, chapter_label, citations, equation_numbers, learner_notebook
@@ -117,7 +118,11 @@ feedback shows too. Every other cell is read-only.
 ## Running the course
 
 Students need the book's package `tx` (its wheel is in the learner edition's zip, or
-`pip install` a clone of the book) in the environment where they work and where you grade.
+`pip install` a clone of the book) in the environment where they work and where you grade,
+the same `tx` (the assignments' first cell prints its fingerprint; autograding refuses
+another). `requirements.txt` pins every package, nbgrader's included, with its hashes, and
+the `Dockerfile` builds that environment, with tx from the learner edition's wheel, for a
+JupyterHub image or a grading machine.
 
 ```bash
 python -m tx.exercises course . --check   # once: every assignment grades as it should
@@ -453,7 +458,11 @@ def course_files(chapters: str | Path = CHAPTERS, only: list[str] | None = None,
     timeout = math.ceil(SLOWEST_SOLUTION * TIMEOUT_FACTOR)
     config = CONFIG.format(slowest=SLOWEST_SOLUTION, factor=TIMEOUT_FACTOR, timeout=timeout, memory_mb=MEMORY_MB,
                            fingerprint=fingerprint())
-    return {"nbgrader_config.py": config.encode("utf-8"),
+    environment = {}
+    if (chapters.parent / "requirements-learner.lock").exists() and (chapters.parent / "requirements.lock").exists():
+        environment = {"requirements.txt": course_requirements(chapters.parent).encode("utf-8"),
+                       "Dockerfile": DOCKERFILE.encode("utf-8")}
+    return {**environment, "nbgrader_config.py": config.encode("utf-8"),
             "README.md": README.format(assignments=listed, points=POINTS, s="" if POINTS == 1 else "s").encode(),
             **files}
 
