@@ -51,7 +51,9 @@ def main() -> None:
 import json, sys, time, resource
 from pathlib import Path
 from tx.exercises import course_check as cc
-from tx.exercises.autograde import _role
+def _role(cell):  # as the gradebook would say: the answers, the checks, the rest read-only
+    meta = cell["metadata"].get("nbgrader", dict())
+    return "answer" if meta.get("solution") else "check" if meta.get("grade") else "given"
 from tx.exercises.grading import Limits, grade_cells
 release = json.loads(next(Path({str(work)!r}, "course/release/{a}").glob("*.ipynb")).read_text())
 source = json.loads(next(Path({str(work)!r}, "course/source/{a}").glob("*.ipynb")).read_text())

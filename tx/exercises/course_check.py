@@ -213,9 +213,25 @@ def _exercises(release: dict[str, Any], source: dict[str, Any]) -> dict[str, Exe
     return found
 
 
+def _forged(exercises: dict[str, Exercise]) -> dict[str, Any]:
+    """The cell the checker-replacing student adds, with no nbgrader metadata (nbgrader keeps it): it
+    replaces every checker and defines every answer as a function that returns None. It must run
+    as the student's, in a sandbox, not as one of the teacher's read-only cells."""
+    lines = ["import tx.exercises",
+             "for _name in ('ch01', 'ch03', 'ch05', 'ch10', 'ch12', 'a1'):",
+             "    _module = tx.exercises.__getattr__(_name)",
+             "    for _check in [n for n in dir(_module) if n.startswith('check_')]:",
+             "        setattr(_module, _check, lambda *a, **k: print('Correct: replaced.'))"]
+    lines += [f"{e.name} = lambda *args, **kwargs: None" for e in exercises.values()]
+    return {"cell_type": "code", "execution_count": None, "outputs": [], "id": "tx-forged", "metadata": {},
+            "source": "\n".join(lines) + "\n"}
+
+
 def _submission(release: dict[str, Any], exercises: dict[str, Exercise], student: str) -> dict[str, Any]:
-    """The release as ``student`` fills it in."""
+    """The release as ``student`` fills it in (the checker-replacing student adds :func:`_forged`'s cell too)."""
     cells, k = [], 0
+    if student == "tx-replacing":
+        cells.append(_forged(exercises))
     for cell in release["cells"]:
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if grade_id in exercises:
