@@ -31,7 +31,7 @@ from typing import Any
 
 from .learner_notebook import _source
 
-__all__ = ["BEGIN", "END", "SOLVED", "UNSOLVED", "HALF", "GAMING", "RUNAWAY", "STUDENTS", "Scores",
+__all__ = ["BEGIN", "END", "SOLVED", "UNSOLVED", "HALF", "GAMING", "RUNAWAY", "STUDENTS", "Exercise", "Scores",
            "answer", "check_course", "report"]
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
