@@ -222,6 +222,9 @@ def _serve(connection: socket.socket, namespace: dict[str, Any], answers: list[t
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     as_data((torch.ones(1), {"a": [1.0]}))  # what torch.save imports on first use, likewise
+    font_manager = sys.modules.get("matplotlib.font_manager")
+    if font_manager is not None:  # a font lookup that fails here would rewrite the user's font cache with what
+        font_manager.json_dump = lambda *args, **kwargs: None  # a process that can open no file finds: nothing
     # Every file the process holds closed but the connection and /dev/null (the grader's pipes to
     # nbgrader and to its own process among them), then no new one: no file, socket or /proc
     # entry can be opened from here (the gradebook included).
