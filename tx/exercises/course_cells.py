@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from .learner_notebook import _source
+from .sandbox import python_code
 
 __all__ = ["asks_in_words", "written_answer", "WRITTEN_PROMPT", "WRITTEN_SOLUTION"]
 
@@ -19,7 +20,7 @@ class _Names(ast.NodeVisitor):
     def __init__(self, code: str) -> None:
         self.defined: set[str] = set()
         self.used: set[str] = set()
-        code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!")))
+        code = python_code(code)
         self.visit(ast.parse(code))
         self.free = self.used - self.defined - set(dir(builtins))
 
@@ -73,7 +74,7 @@ def _needed_cells(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> 
 
 def _top_level_names(code: str) -> set[str]:
     """The names a cell binds at its top level: its functions, classes, assignments and imports."""
-    tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n")))
+    tree = ast.parse(python_code(code))
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -110,7 +111,7 @@ def _unbinding(code: str, answers: set[str]) -> str:
     change.
     """
     lines = code.split("\n")
-    tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines))
+    tree = ast.parse(python_code(code))
     for node in reversed(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             keep = [a for a in node.names if (a.asname or a.name).split(".")[0] not in answers]

@@ -168,10 +168,6 @@ class Scores:
     def full_marks(self) -> bool:
         return bool(self.max_points) and all(self.solved.get(g) == p for g, p in self.autograded.items())
 
-    @property
-    def zero(self) -> bool:
-        return bool(self.max_points) and set(self.unsolved) == set(self.max_points) and \
-            not any(self.unsolved.values())
 
 
 def _run_nbgrader(args: list[str], cwd: Path) -> None:

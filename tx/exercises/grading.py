@@ -44,7 +44,7 @@ import traceback
 from dataclasses import asdict
 from typing import Any
 
-from .sandbox import _TEXT_LIMIT, Limits, Sandbox, SandboxFailed, _run_cell
+from .sandbox import _TEXT_LIMIT, Limits, Sandbox, SandboxFailed, _run_cell, python_code
 
 __all__ = ["Limits", "fingerprint", "grade_cells", "grade_notebook", "reaching", "Sandbox", "SandboxFailed"]
 
@@ -175,7 +175,7 @@ def reaching(source: str) -> str | None:
 
     allowed = {name.split(".")[0] for name in _MODULES} | {"tx"}
     try:
-        tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+        tree = ast.parse(python_code(source))
     except SyntaxError:
         return None
     bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | \

@@ -27,7 +27,7 @@ from typing import Any, Callable
 from . import CheckFailed as _CheckFailed
 from .wire import Gone, Late, as_data, data, receive, send
 
-__all__ = ["Limits", "Sandbox", "SandboxFailed"]
+__all__ = ["Limits", "Sandbox", "SandboxFailed", "python_code"]
 
 _TEXT_LIMIT = 4000  # characters of a cell's printed text kept for the feedback
 
@@ -187,10 +187,16 @@ def _hint_for(fn_name: str, error: BaseException) -> str:
     return raised_hint(type("answer", (), {"__name__": fn_name})(), error)
 
 
+def python_code(source: str) -> str:
+    """A cell's source as Python: its IPython magics and shell lines (``%...``, ``!...``) blanked, so
+    that line numbers stay the cell's."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.split("\n"))
+
+
 def _run_cell(namespace: dict[str, Any], source: str, name: str) -> tuple[str, str | None]:
     """In the sandbox: exec one cell's code; (what it printed, a one-line error or None)."""
     printed = io.StringIO()
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    code = python_code(source)
     linecache.cache[name] = (len(code), None, code.splitlines(True), name)
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
