@@ -71,7 +71,7 @@ def test_checking_leaves_the_random_stream_alone(name, checker):
 
 def test_each_checker_is_called_once_by_its_own_chapter():
     calls = []
-    for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted((ROOT / "chapters").glob(pattern)):
         for cell in json.loads(path.read_text())["cells"]:
             if "check" in cell.get("metadata", {}).get("tags", []):
                 for chapter, name in re.findall(r"tx\.exercises\.(ch\d\d)\.(check_\w+)", "".join(cell["source"])):
@@ -97,7 +97,7 @@ def test_each_exercise_asks_for_the_function_its_stub_defines():
 # ----------------------------------------------------------------- every checker, against degenerate answers
 
 
-def reference_solutions() -> list[tuple[str, object, object]]:
+def reference_solutions(pattern: str = "[0-9][0-9]_*.ipynb") -> list[tuple[str, object, object]]:
     """(checker name, checker, the chapter's own solution function) for every exercise.
 
     The solution is the function the chapter's solution cell defines, executed on its own
@@ -113,12 +113,12 @@ def reference_solutions() -> list[tuple[str, object, object]]:
     import tx
 
     found = []
-    for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted((ROOT / "chapters").glob(pattern)):
         cells = json.loads(path.read_text())["cells"]
         solutions = ["".join(c["source"]) for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
         checks = ["".join(c["source"]) for c in cells if "check" in c.get("metadata", {}).get("tags", [])]
         for solution, check in zip(solutions, checks):
-            chapter, name, arg = re.search(r"tx\.exercises\.(ch\d\d)\.(check_\w+)\(\s*(\w+),?\s*\)", check).groups()
+            chapter, name, arg = re.search(r"tx\.exercises\.(ch\d\d|a\d)\.(check_\w+)\(\s*(\w+),?\s*\)", check).groups()
             tree = ast.parse(solution)
             tree.body = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.Import, ast.ImportFrom))]
             namespace = {"torch": torch, "math": math, "tx": tx, "nn": nn, "F": F}
@@ -128,6 +128,7 @@ def reference_solutions() -> list[tuple[str, object, object]]:
 
 
 SOLUTIONS = reference_solutions()
+EVERY_SOLUTION = SOLUTIONS + reference_solutions("A[0-9]_*.ipynb")  # the appendix's too, for the course's parts
 
 
 def poisoned(value, bad: float):
@@ -259,3 +260,52 @@ def test_in_a_kernel_the_hint_is_one_line_naming_the_cells_line(tmp_path):
     # Jupyter's own name for the cell's code, then the learner's line and its text.
     assert "softmax raised IndexError" in line and "Cell In[1], line 6: `return scores[len(scores)]`" in line
     assert "exercises/" not in line and "File " not in line
+
+
+# ----------------------------------------------------------------- graded parts and a course's own inputs
+VARIANT = 48_2026  # any non-zero number: a course's hidden test draws its inputs from one of its own
+
+
+def asked(checker, solution, **kwargs) -> list:
+    """What ``checker`` gives the answer, call by call, as comparable values (tensors, weights, text)."""
+    import torch
+
+    def value(x):
+        if isinstance(x, torch.Tensor):
+            return ("tensor", tuple(x.shape), tuple(x.detach().flatten().tolist()))
+        if isinstance(x, torch.nn.Module):
+            return ("module", tuple(value(t) for t in x.state_dict().values()))
+        if isinstance(x, (list, tuple)):
+            return tuple(value(v) for v in x)
+        if isinstance(x, dict):
+            return tuple((k, value(v)) for k, v in x.items())
+        return "callable" if callable(x) else repr(x)
+
+    calls = []
+
+    def recording(*args, **kw):
+        calls.append(value((args, kw)))
+        return solution(*args, **kw)
+
+    checker(recording, **kwargs)
+    return calls
+
+
+@pytest.mark.parametrize("name, checker, solution", EVERY_SOLUTION, ids=[s[0] for s in EVERY_SOLUTION])
+def test_the_solution_passes_every_declared_part_in_order_with_any_inputs(name, checker, solution, capsys):
+    # Each checker declares its graded parts (tx.exercises.parts), and a course's hidden test calls
+    # it with a variant of its own; the solution passes every part, in the declared order, either way.
+    assert checker.parts, f"{name} declares no graded parts"
+    for variant in (0, VARIANT):
+        with tx.exercises.counting_parts() as passed:
+            checker(solution, variant=variant)
+        assert passed == list(checker.parts), (name, variant)
+        assert capsys.readouterr().out.startswith("Correct:")
+
+
+@pytest.mark.parametrize("name, checker, solution", EVERY_SOLUTION, ids=[s[0] for s in EVERY_SOLUTION])
+def test_a_checker_that_says_it_draws_its_inputs_asks_other_ones_in_a_variant(name, checker, solution):
+    # ``drawn`` is what the course reads to add a hidden test: it must be true exactly when a variant
+    # gives the answer inputs that the book's notebook never does.
+    same = asked(checker, solution) == asked(checker, solution, variant=VARIANT)
+    assert same != checker.drawn, f"{name}: drawn={checker.drawn}, but a variant asks {'the same' if same else 'other'} inputs"

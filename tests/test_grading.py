@@ -30,14 +30,14 @@ def count_pairs(words):
 LIMITS = Limits(timeout=3, memory_mb=256)
 
 
-def grade(*answers: str, checks: tuple[str, ...] = (CHECK,)) -> list[list[dict]]:
+def grade(*answers: str, checks: tuple[str, ...] = (CHECK,), points: float | None = None) -> list[list[dict]]:
     """The outputs of each check cell, the answers in the cells before them (one check per answer, or all
-    the checks after all the answers)."""
+    the checks after all the answers); each check worth ``points``."""
     cells = [{"index": 0, "role": "given", "source": GIVEN}]
     for answer in answers:
         cells.append({"index": len(cells), "role": "answer", "source": answer})
     for check in checks:
-        cells.append({"index": len(cells), "role": "check", "source": check})
+        cells.append({"index": len(cells), "role": "check", "source": check, "points": points})
     outputs = grade_cells(cells, LIMITS)
     return [outputs[c["index"]] for c in cells if c["role"] == "check"]
 
@@ -143,3 +143,35 @@ def test_an_answer_returning_an_object_gets_a_hint():
 def test_the_fingerprint_is_tx_s_version_and_source():
     release, digest = fingerprint().split("+")
     assert release and len(digest) == 12 and int(digest, 16) >= 0
+
+
+NAIVE_SOFTMAX = "import torch\ndef softmax(scores):\n    e = torch.exp(scores)\n    return e / e.sum()"
+
+
+def nbgrader_score(outputs: list[dict], points: float) -> float:
+    """The score nbgrader's autograder gives a graded code cell with these outputs."""
+    import nbformat
+    from nbgrader.utils import determine_grade
+
+    cell = nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade": True, "solution": False, "points": points,
+                                                                "grade_id": "check"}})
+    cell.outputs = [nbformat.from_dict(o) for o in outputs]
+    return determine_grade(cell)[0]
+
+
+def test_a_check_that_fails_after_some_parts_earns_their_share_and_shows_the_hint():
+    # Exercise 3.2 has two parts, ordinary scores and scores that overflow exp: a softmax that does
+    # not subtract the largest score passes the first only. Its hint comes first, then the share.
+    check = "tx.exercises.ch03.check_softmax(softmax)"
+    outputs = grade(NAIVE_SOFTMAX, checks=(check,), points=2)[0]
+    assert nbgrader_score(outputs, 2) == 1
+    text = verdict(outputs)
+    assert text.startswith("Not yet: your softmax of") and "holds inf or nan" in text
+    assert "Partial credit: 1 of 2 parts passed (ordinary scores): 1 of 2 points." in " ".join(text.split())
+    # with the hidden test's second call on other inputs, the share is one of four parts
+    hidden = check + "\ntx.exercises.ch03.check_softmax(softmax, variant=7)"
+    assert nbgrader_score(grade(NAIVE_SOFTMAX, checks=(hidden,), points=2)[0], 2) == 0.5
+    # the right answer still earns every point, a wrong one none
+    right = "import torch\ndef softmax(s):\n    e = torch.exp(s - s.max())\n    return e / e.sum()"
+    assert nbgrader_score(grade(right, checks=(hidden,), points=2)[0], 2) == 2
+    assert nbgrader_score(grade("def softmax(s):\n    return s", checks=(hidden,), points=2)[0], 2) == 0

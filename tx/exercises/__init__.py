@@ -30,7 +30,8 @@ from torch import Tensor
 
 __all__ = [
     "CheckFailed", "call", "as_shape", "assert_tensor", "assert_number", "as_number", "passed", "keeps_random_state",
-    "forbidding", "forbids", "forbidden", "raised_hint", "learners_frame",
+    "forbidding", "forbids", "forbidden", "raised_hint", "learners_frame", "parts", "part", "counting_parts",
+    "seeded",
 ]
 
 Checker = TypeVar("Checker", bound=Callable[..., Any])
@@ -67,6 +68,66 @@ def keeps_random_state(checker: Checker) -> Checker:
             return checker(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------------------ graded parts
+# A course grades an exercise in parts, easiest first (the worked example, then random sizes,
+# then the edge case the hints name); an answer earns the parts its check passed before the
+# first that failed. A learner's notebook sees none of this: a check stops at its first hint.
+
+_PARTS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("tx_exercises_parts", default=None)
+_VARIANT: contextvars.ContextVar[int] = contextvars.ContextVar("tx_exercises_variant", default=0)
+
+
+def parts(*names: str, drawn: bool = False) -> Callable[[Checker], Checker]:
+    """Declare a checker's graded parts, in the order it checks them; ``drawn`` when some of its
+    inputs are drawn at random (through :func:`seeded`), so that a course can draw its own.
+
+    The checker marks each part's end with :func:`part`. The wrapper it returns takes one more
+    keyword, ``variant``: a non-zero ``variant`` (a course's hidden test) draws other inputs.
+    """
+
+    def decorate(checker: Checker) -> Checker:
+        @functools.wraps(checker)
+        def wrapper(*args: Any, variant: int = 0, **kwargs: Any) -> Any:
+            token = _VARIANT.set(variant)
+            try:
+                return checker(*args, **kwargs)
+            finally:
+                _VARIANT.reset(token)
+
+        wrapper.parts = names  # type: ignore[attr-defined]
+        wrapper.drawn = drawn  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+@contextlib.contextmanager
+def part(name: str) -> Iterator[None]:
+    """One graded part of a check: passed when the block ends without a hint."""
+    yield
+    record = _PARTS.get()
+    if record is not None:
+        record.append(name)
+
+
+@contextlib.contextmanager
+def counting_parts() -> Iterator[list[str]]:
+    """The names of the parts passed within the block, as a list that grows (the course's grader)."""
+    record: list[str] = []
+    token = _PARTS.set(record)
+    try:
+        yield record
+    finally:
+        _PARTS.reset(token)
+
+
+def seeded(seed: int) -> int:
+    """The seed a checker draws its random inputs from: ``seed`` itself, except in a course's hidden
+    test, whose ``variant`` mixes in so that the inputs are ones no published notebook shows."""
+    variant = _VARIANT.get()
+    return seed if variant == 0 else (seed * 1_000_003 + variant) % (2**31 - 1)
 
 
 def _python_functions(value: Any) -> list[types.FunctionType]:

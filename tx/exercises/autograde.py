@@ -18,32 +18,33 @@ from .grading import Limits, fingerprint, grade_cells
 __all__ = ["GradeInIsolation"]
 
 
-def _role(cell: Any, teachers: dict[str, tuple[str, bool]]) -> tuple[str, str]:
-    """``(role, source)`` of a code cell: what runs where, and what runs.
+def _role(cell: Any, teachers: dict[str, tuple[str, float | None]]) -> tuple[str, str, float | None]:
+    """``(role, source, points)`` of a code cell: what runs where, what runs, and what a check is worth.
 
     Trust comes from the gradebook, never from the submitted notebook: a cell is the teacher's
     ("given", or "check" if it is graded) only when its grade id is one of the source
-    notebook's read-only cells there (``teachers``: ``{grade_id: (source, graded)}``), and then
+    notebook's read-only cells there (``teachers``: ``{grade_id: (source, points or None)}``), and then
     the gradebook's source is what runs. Every other cell, an answer, a cell the student added,
     or one whose nbgrader metadata the student made up, is the student's and runs in a sandbox.
     """
     grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
     if grade_id in teachers:
-        source, graded = teachers[grade_id]
-        return ("check" if graded else "given"), source
-    return "answer", cell.source
+        source, points = teachers[grade_id]
+        return ("check" if points is not None else "given"), source, points
+    return "answer", cell.source, None
 
 
-def _teachers_cells(resources: Any) -> dict[str, tuple[str, bool]]:
-    """``{grade_id: (source, graded)}`` of the read-only cells of this notebook's source, from the gradebook."""
+def _teachers_cells(resources: Any) -> dict[str, tuple[str, float | None]]:
+    """``{grade_id: (source, points)}`` of the read-only cells of this notebook's source, from the gradebook
+    (points None for a cell that is not graded)."""
     from nbgrader.api import Gradebook
 
     info = resources["nbgrader"]
     with Gradebook(info["db_url"]) as gradebook:
         notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
         solutions = {c.name for c in notebook.solution_cells}
-        graded = {c.name for c in notebook.grade_cells}
-        return {c.name: (c.source, c.name in graded) for c in notebook.source_cells
+        graded = {c.name: c.max_score for c in notebook.grade_cells}
+        return {c.name: (c.source, graded.get(c.name)) for c in notebook.source_cells
                 if c.locked and c.name not in solutions and c.cell_type == "code"}
 
 
@@ -67,7 +68,7 @@ class GradeInIsolation(NbGraderPreprocessor):
                 "grade with the tx your students used (the course's README says how to install it), or "
                 "write the course again with this tx and give your students the same.")
         teachers = _teachers_cells(resources)
-        cells = [dict(zip(("role", "source"), _role(cell, teachers)), index=i)
+        cells = [dict(zip(("role", "source", "points"), _role(cell, teachers)), index=i)
                  for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
         outputs = grade_cells(cells, Limits(timeout=self.timeout, memory_mb=self.memory_mb))
         count = 0

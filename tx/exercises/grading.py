@@ -98,15 +98,35 @@ def _stream(text: str, name: str = "stdout") -> dict[str, Any]:
     return {"output_type": "stream", "name": name, "text": text}
 
 
+def _partial(hint: str, passed: list[str], checks: list[tuple[Any, set[str]]],
+             points: float | None) -> list[dict[str, Any]]:
+    """A failed check's outputs: its hint, and the points of the parts it passed first (nbgrader reads a
+    number shown as the cell's result as its score, so the partial score is shown so)."""
+    import textwrap
+
+    total = sum(len(getattr(checker, "parts", ())) or 1 for checker, _ in checks)
+    if not passed or not total or not points:
+        return [_error("Not yet", hint)]
+    score = round(points * len(passed) / total, 2)
+    text = (f"Not yet: {hint}\nPartial credit: {len(passed)} of {total} parts passed "
+            f"({'; '.join(passed)}): {score:g} of {points:g} points.")
+    lines = [line for paragraph in text.splitlines()
+             for line in textwrap.wrap(paragraph, HINT_WIDTH, break_long_words=True, break_on_hyphens=False)]
+    return [_stream("\n".join(lines) + "\n"),
+            {"output_type": "execute_result", "execution_count": None, "metadata": {},
+             "data": {"text/plain": f"{score:g}"}}]
+
+
 def _run_check(namespace: dict[str, Any], source: str, answers: list[tuple[int, str]],
-               limits: Limits) -> list[dict[str, Any]]:
+               limits: Limits, points: float | None = None) -> list[dict[str, Any]]:
     """One check cell, in the grader, the student's names standing for proxies: its outputs (the verdict).
 
     The student's names are those the cell gives to a checker of tx's (``check_x(answer)``), and
     any the grader's namespace does not define (a teacher's hidden test may call the answer
-    itself); every other name is the grader's own, whatever the student's cells define.
+    itself); every other name is the grader's own, whatever the student's cells define. A check
+    that fails after some of its checkers' parts passed earns those parts' share of ``points``.
     """
-    from . import CheckFailed, forbidden
+    from . import CheckFailed, counting_parts, forbidden
 
     try:
         tree = ast.parse(source)
@@ -119,6 +139,7 @@ def _run_check(namespace: dict[str, Any], source: str, answers: list[tuple[int, 
         {name for name in _used_names(tree) if name not in local and not hasattr(builtins, name)}
     printed = io.StringIO()
     sandbox = None
+    passed: list[str] = []
     try:
         if wanted:
             sandbox = Sandbox(namespace, answers, rules, limits)
@@ -130,12 +151,13 @@ def _run_check(namespace: dict[str, Any], source: str, answers: list[tuple[int, 
                     local[name] = value
                 else:
                     local.pop(name, None)  # a NameError names it, as in the notebook
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
+                counting_parts() as passed:
             exec(compile(source, "<check cell>", "exec"), local)  # noqa: S102 - the teacher's check
     except SandboxFailed as e:
         return [_error("Not yet", str(e))]
     except CheckFailed as e:
-        return [_error("Not yet", str(e))]
+        return _partial(str(e), passed, checks, points)
     except NameError as e:
         return [_error("Not yet", f"{e}: define it in the answer cell above (as the stub names it), then run "
                                   "that cell and this one.")]
@@ -205,7 +227,8 @@ def reaching(source: str) -> str | None:
 def grade_notebook(cells: list[dict[str, Any]], namespace: dict[str, Any], limits: Limits) -> dict[int, list]:
     """``{cell index: outputs}`` for the answer and check cells of a notebook whose given cells ran in ``namespace``.
 
-    ``cells`` are ``{"index", "role", "source"}`` with role "given", "answer" or "check". The
+    ``cells`` are ``{"index", "role", "source"}`` with role "given", "answer" or "check" (and a
+    check's ``"points"``, for partial credit). The
     answer cells run once in order in a sandbox of their own, for their printed outputs; a cell
     that does not finish there is left out of the sandboxes that each check then starts.
     """
@@ -244,7 +267,7 @@ def grade_notebook(cells: list[dict[str, Any]], namespace: dict[str, Any], limit
                 break
     for cell in cells:
         if cell["role"] == "check":
-            outputs[cell["index"]] = _run_check(namespace, cell["source"], runnable, limits)
+            outputs[cell["index"]] = _run_check(namespace, cell["source"], runnable, limits, cell.get("points"))
     return outputs
 
 
