@@ -8,6 +8,7 @@ per test worker) and reads the scores from nbgrader's gradebook.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import math
@@ -74,8 +75,16 @@ def test_every_chapter_is_an_assignment_of_its_exercises(course):
         assert all(nbgrader(c)["grade"] and nbgrader(c)["points"] == POINTS for c in written), a
         ids = [nbgrader(c)["grade_id"] for c in nb["cells"]]
         assert all(ids.index(f"{label}-words") == ids.index(f"{label}-check") + 2 for label in asking), a
-        # The checks are the book's, calling the book's checkers, worth POINTS each and read-only.
-        assert [source(c) for c in checks] == [source(c) for c in chapter if "check" in tags(c)], a
+        # The checks are the book's, calling the book's checkers, worth POINTS each and read-only; a checker
+        # that draws its inputs is called again in nbgrader's hidden tests, on the course's own inputs.
+        books_checks = [source(c) for c in chapter if "check" in tags(c)]
+        assert [source(c).split("\n### BEGIN HIDDEN TESTS")[0] for c in checks] == books_checks, a
+        for cell, book in zip(checks, books_checks):
+            hidden = re.findall(r"^(tx\.exercises\.\w+\.check_\w+)\((\w+), variant=\"course\"\)$", source(cell), re.M)
+            drawn = [(name, arg) for name, arg in re.findall(r"^(tx\.exercises\.\w+\.check_\w+)\((\w+)\)$", book, re.M)
+                     if getattr(importlib.import_module(name.rsplit(".", 1)[0]), name.rsplit(".", 1)[1]).drawn]
+            assert hidden == drawn, (a, source(cell))
+            assert ("### BEGIN HIDDEN TESTS" in source(cell)) == bool(drawn), a
         assert all(nbgrader(c)["points"] == POINTS and nbgrader(c)["locked"] for c in checks), a
         # An answer holds its stub's first lines, then the solution between the delimiters.
         stubs = [source(c) for c in chapter if "stub" in tags(c)]
@@ -159,6 +168,24 @@ def test_writing_again_keeps_the_teachers_edits_and_says_so(tmp_path):
     assert config.read_bytes() != mine[config]
 
 
+def test_the_course_s_variant_is_drawn_once_kept_and_never_in_a_release(tmp_path):
+    course = tmp_path / "course"
+    assert run([str(course), "--only", "ch03"])[0] == 0
+
+    def variant() -> int:
+        return int(re.search(r"^c\.GradeInIsolation\.variant = (\d+)$", (course / "nbgrader_config.py").read_text(),
+                             re.M).group(1))
+
+    first = variant()
+    assert first >= 1
+    assert run([str(course), "--only", "ch03"])[0] == 0 and variant() == first, "a re-run drew another"
+    other = tmp_path / "other"
+    assert run([str(other), "--only", "ch03", "--variant", "12345"])[0] == 0
+    assert "c.GradeInIsolation.variant = 12345" in (other / "nbgrader_config.py").read_text()
+    code, _, err = run([str(tmp_path / "bad"), "--variant", "0"])
+    assert code == 2 and "--variant must be a whole number of at least 1" in err
+
+
 def test_a_chapter_without_exercises_is_skipped_with_a_message(tmp_path):
     chapters = tmp_path / "chapters"
     chapters.mkdir()
@@ -232,6 +259,7 @@ def test_nbgrader_grades_a_class_as_a_teacher_would(tmp_path, half):
         for cell in released["cells"]:
             if nbgrader(cell)["solution"] and cell["cell_type"] == "code":
                 assert "raise NotImplementedError()" in source(cell) and BEGIN not in source(cell), a
+            assert "HIDDEN TESTS" not in source(cell) and "variant" not in source(cell), a
         # What nbgrader's feedback shows under each check is the hint the learner edition gives.
         assert s.hints == hints_in_process(released), a
     # nbgrader's feedback for the students with hints: every hint fits its box at 1280 px.

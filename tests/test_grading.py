@@ -175,3 +175,26 @@ def test_a_check_that_fails_after_some_parts_earns_their_share_and_shows_the_hin
     right = "import torch\ndef softmax(s):\n    e = torch.exp(s - s.max())\n    return e / e.sum()"
     assert nbgrader_score(grade(right, checks=(hidden,), points=2)[0], 2) == 2
     assert nbgrader_score(grade("def softmax(s):\n    return s", checks=(hidden,), points=2)[0], 2) == 0
+
+
+def test_an_answer_fitted_to_the_book_s_inputs_earns_only_the_visible_check():
+    # The table of every input the visible check asks and tx's answer to it: what a student could
+    # build by running tx's public checker. The hidden test asks the course's own inputs instead.
+    import tx.exercises.ch03 as ch03
+
+    table = {}
+
+    def recording(scores):
+        weights = (scores - scores.max()).exp() / (scores - scores.max()).exp().sum()
+        table[tuple(round(x, 3) for x in scores.tolist())] = weights.tolist()
+        return weights
+
+    ch03.check_softmax(recording)
+    fitted = ("import torch\nTABLE = " + repr(table) + "\ndef softmax(s):\n"
+              "    return torch.tensor(TABLE[tuple(round(x, 3) for x in s.tolist())])")
+    check = "tx.exercises.ch03.check_softmax(softmax)"
+    hidden = check + "\ntx.exercises.ch03.check_softmax(softmax, variant=\"course\")"
+    assert nbgrader_score(grade(fitted, checks=(check,), points=2)[0], 2) == 2
+    outputs = grade(fitted, checks=(hidden,), points=2)[0]
+    assert nbgrader_score(outputs, 2) == 1
+    assert "KeyError" in verdict(outputs)

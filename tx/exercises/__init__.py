@@ -31,7 +31,7 @@ from torch import Tensor
 __all__ = [
     "CheckFailed", "call", "as_shape", "assert_tensor", "assert_number", "as_number", "passed", "keeps_random_state",
     "forbidding", "forbids", "forbidden", "raised_hint", "learners_frame", "parts", "part", "counting_parts",
-    "seeded",
+    "seeded", "course_variant",
 ]
 
 Checker = TypeVar("Checker", bound=Callable[..., Any])
@@ -77,6 +77,7 @@ def keeps_random_state(checker: Checker) -> Checker:
 
 _PARTS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("tx_exercises_parts", default=None)
 _VARIANT: contextvars.ContextVar[int] = contextvars.ContextVar("tx_exercises_variant", default=0)
+_COURSE: contextvars.ContextVar[int] = contextvars.ContextVar("tx_exercises_course", default=1)
 
 
 def parts(*names: str, drawn: bool = False) -> Callable[[Checker], Checker]:
@@ -84,13 +85,14 @@ def parts(*names: str, drawn: bool = False) -> Callable[[Checker], Checker]:
     inputs are drawn at random (through :func:`seeded`), so that a course can draw its own.
 
     The checker marks each part's end with :func:`part`. The wrapper it returns takes one more
-    keyword, ``variant``: a non-zero ``variant`` (a course's hidden test) draws other inputs.
+    keyword, ``variant``: a non-zero ``variant`` draws other inputs, and ``variant="course"``
+    (a course's hidden test) the inputs of the course being graded (:func:`course_variant`).
     """
 
     def decorate(checker: Checker) -> Checker:
         @functools.wraps(checker)
-        def wrapper(*args: Any, variant: int = 0, **kwargs: Any) -> Any:
-            token = _VARIANT.set(variant)
+        def wrapper(*args: Any, variant: int | str = 0, **kwargs: Any) -> Any:
+            token = _VARIANT.set(_COURSE.get() if variant == "course" else int(variant))
             try:
                 return checker(*args, **kwargs)
             finally:
@@ -121,6 +123,17 @@ def counting_parts() -> Iterator[list[str]]:
         yield record
     finally:
         _PARTS.reset(token)
+
+
+@contextlib.contextmanager
+def course_variant(variant: int) -> Iterator[None]:
+    """Within the block, a check's ``variant="course"`` is ``variant``: the course's grader sets its
+    own (``c.GradeInIsolation.variant``), which students never see."""
+    token = _COURSE.set(variant)
+    try:
+        yield
+    finally:
+        _COURSE.reset(token)
 
 
 def seeded(seed: int) -> int:

@@ -53,13 +53,15 @@ class GradeInIsolation(NbGraderPreprocessor):
 
     In ``nbgrader_config.py``, in place of nbgrader's ``Execute`` in
     ``c.Autograde.autograde_preprocessors``; its settings are ``c.GradeInIsolation.timeout``
-    (seconds per exercise), ``.memory_mb`` (per exercise) and ``.tx_fingerprint`` (the tx the
-    course was written for: grading with another is refused).
+    (seconds per exercise), ``.memory_mb`` (per exercise), ``.tx_fingerprint`` (the tx the
+    course was written for: grading with another is refused) and ``.variant`` (the number the
+    hidden tests draw their inputs from).
     """
 
     timeout = Float(30.0, help="seconds each exercise's answer cells and check may take in all").tag(config=True)
     memory_mb = Integer(2048, help="megabytes of memory each exercise's sandbox may use").tag(config=True)
     tx_fingerprint = Unicode("", help="tx's version and source hash the course was written for").tag(config=True)
+    variant = Integer(1, help="the course's own inputs: what hidden tests' variant=\"course\" draws").tag(config=True)
 
     def preprocess(self, nb: Any, resources: Any) -> tuple[Any, Any]:
         if self.tx_fingerprint and self.tx_fingerprint != fingerprint():
@@ -70,7 +72,7 @@ class GradeInIsolation(NbGraderPreprocessor):
         teachers = _teachers_cells(resources)
         cells = [dict(zip(("role", "source", "points"), _role(cell, teachers)), index=i)
                  for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
-        outputs = grade_cells(cells, Limits(timeout=self.timeout, memory_mb=self.memory_mb))
+        outputs = grade_cells(cells, Limits(timeout=self.timeout, memory_mb=self.memory_mb, variant=self.variant))
         count = 0
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "code":

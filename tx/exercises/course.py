@@ -39,7 +39,7 @@ from typing import Any
 from .course_check import BEGIN, END, check_course, report
 from .course_cells import (
     _nbgrader, _needed_cells, _top_level_names, _unbinding, _without_given_code, asks_in_words,
-    written_answer,
+    with_hidden_test, written_answer,
 )
 from .course_environment import DOCKERFILE, course_requirements
 from .grading import fingerprint
@@ -91,6 +91,11 @@ c.GradeInIsolation.memory_mb = {memory_mb}
 # The tx the course was written for: grading with another tx is refused (the students' set-up
 # cell prints theirs). Write the course again after you update tx.
 c.GradeInIsolation.tx_fingerprint = "{fingerprint}"
+# The number the hidden tests draw the course's own inputs from (a check cell's second call,
+# `variant="course"`): drawn at random when the course was first written, and kept since.
+# Students never see it; change it for a new term, and a published answer fitted to last
+# term's inputs no longer fits.
+c.GradeInIsolation.variant = {variant}
 # Seconds a cell may run in a Jupyter kernel: `nbgrader validate`, which students may run,
 # executes the notebook there (it does not grade in isolation; its checks are the book's).
 c.ExecutePreprocessor.timeout = {timeout:g}
@@ -272,6 +277,7 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
             cell["metadata"]["nbgrader"] = _nbgrader(f"{exercise}-answer", solution=True)
         elif "check" in tags:
             cell["metadata"]["nbgrader"] = _nbgrader(f"{exercise}-check", grade=True, points=POINTS)
+            cell["source"] = with_hidden_test(_source(cell))
         else:
             cell["metadata"]["nbgrader"] = _nbgrader(f"cell-{n}")
         out.append(cell)
@@ -281,11 +287,12 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
 
 
 def course_files(chapters: str | Path = CHAPTERS, only: list[str] | None = None,
-                 skipped: list[str] | None = None) -> dict[str, bytes]:
+                 skipped: list[str] | None = None, variant: int = 1) -> dict[str, bytes]:
     """``{path in the course folder: contents}``: the config, the README and every assignment's notebook.
 
     ``only`` names assignments (``["ch03"]``) to write, of all by default; the names of
-    chapters without exercises are appended to ``skipped``.
+    chapters without exercises are appended to ``skipped``; ``variant`` is the number the
+    hidden tests draw the course's inputs from.
     """
     chapters = Path(chapters).resolve()
     sources = sorted(chapters.glob("*.ipynb"))
@@ -311,7 +318,7 @@ def course_files(chapters: str | Path = CHAPTERS, only: list[str] | None = None,
     listed = ", ".join(f"`{a}`" for a in assignments) if assignments else "none"
     timeout = math.ceil(SLOWEST_SOLUTION * TIMEOUT_FACTOR)
     config = CONFIG.format(slowest=SLOWEST_SOLUTION, factor=TIMEOUT_FACTOR, timeout=timeout, memory_mb=MEMORY_MB,
-                           fingerprint=fingerprint())
+                           fingerprint=fingerprint(), variant=variant)
     environment = {}
     if (chapters.parent / "requirements-learner.lock").exists() and (chapters.parent / "requirements.lock").exists():
         environment = {"requirements.txt": course_requirements(chapters.parent).encode("utf-8"),
@@ -321,16 +328,30 @@ def course_files(chapters: str | Path = CHAPTERS, only: list[str] | None = None,
             **files}
 
 
+def _variant_of(out_dir: Path) -> int:
+    """The course's variant: the one its ``nbgrader_config.py`` holds, else a new one drawn at random."""
+    import secrets
+
+    config = out_dir / "nbgrader_config.py"
+    text = config.read_text(encoding="utf-8", errors="replace") if config.is_file() else ""
+    found = re.search(r"^c\.GradeInIsolation\.variant\s*=\s*(\d+)\s*$", text, re.M)
+    return int(found.group(1)) if found else 1 + secrets.randbelow(2**31 - 2)
+
+
 def write_course(out_dir: str | Path, chapters: str | Path = CHAPTERS, only: list[str] | None = None,
-                 force: bool = False) -> tuple[Written, list[str]]:
-    """Write (or update) the course in ``out_dir``; return what was written and kept, and the chapters skipped."""
+                 force: bool = False, variant: int | None = None) -> tuple[Written, list[str]]:
+    """Write (or update) the course in ``out_dir``; return what was written and kept, and the chapters skipped.
+
+    ``variant`` (the hidden tests' inputs) is, unless given, the one the course's config already
+    holds, or a new one at random.
+    """
     chapters, out_dir = Path(chapters).resolve(), Path(out_dir).resolve()
     if out_dir == chapters or chapters in out_dir.parents:
         raise ValueError(f"{out_dir} is inside the chapters folder: choose another OUTDIR.")
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f"{out_dir} is a file, not a folder: choose a folder for the course.")
     skipped: list[str] = []
-    files = course_files(chapters, only, skipped)
+    files = course_files(chapters, only, skipped, variant if variant is not None else _variant_of(out_dir))
     return write_keeping(out_dir, files, MANIFEST, force), skipped
 
 
@@ -344,11 +365,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m tx.exercises cour
     parser.add_argument("--chapters", type=Path, default=CHAPTERS)
     parser.add_argument("--only", nargs="+", metavar="ASSIGNMENT", help="these assignments only (e.g. ch03 a1)")
     parser.add_argument("--force", action="store_true", help="overwrite files even if you changed them")
+    parser.add_argument("--variant", type=int, metavar="N",
+                        help="the number the hidden tests draw the course's inputs from (default: the one "
+                             "nbgrader_config.py holds, or one drawn at random)")
     parser.add_argument("--check", action="store_true",
                         help="then grade the solutions and the unsolved release with nbgrader, in a scratch copy")
     args = parser.parse_args(argv)
     try:
-        done, skipped = write_course(args.out_dir, args.chapters, args.only, force=args.force)
+        if args.variant is not None and args.variant < 1:
+            raise ValueError(f"--variant must be a whole number of at least 1, got {args.variant}.")
+        done, skipped = write_course(args.out_dir, args.chapters, args.only, force=args.force, variant=args.variant)
     except (ValueError, FileNotFoundError) as error:
         parser.exit(2, f"{prog}: {error}\n")
     for name in skipped:

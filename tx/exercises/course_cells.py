@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import re
 from typing import Any
 
 from .learner_notebook import _source
 from .sandbox import python_code
 
-__all__ = ["asks_in_words", "written_answer", "WRITTEN_PROMPT", "WRITTEN_SOLUTION"]
+__all__ = ["asks_in_words", "written_answer", "with_hidden_test", "WRITTEN_PROMPT", "WRITTEN_SOLUTION"]
 
 
 class _Names(ast.NodeVisitor):
@@ -160,3 +161,24 @@ def written_answer(exercise: str, points: int) -> list[dict[str, Any]]:
               "metadata": {"nbgrader": _nbgrader(f"{exercise}-words", solution=True, grade=True, points=points)},
               "source": WRITTEN_SOLUTION}
     return [prompt, answer]
+
+
+HIDDEN = """\
+### BEGIN HIDDEN TESTS
+# The same check on the course's own inputs, drawn from a number only the grader holds.
+{calls}
+### END HIDDEN TESTS"""
+
+
+def with_hidden_test(check: str) -> str:
+    """A check cell with nbgrader's hidden tests: every call of a checker of tx's that draws its inputs
+    at random, again, on the course's own inputs (``variant="course"``), which no release shows."""
+    calls = []
+    for line in check.strip().split("\n"):
+        found = re.fullmatch(r"(tx\.exercises\.(\w+)\.(check_\w+))\((.*)\)", line.strip())
+        if found is None:
+            continue
+        call, module, name, args = found.groups()
+        if getattr(getattr(importlib.import_module(f"tx.exercises.{module}"), name), "drawn", False):
+            calls.append(f'{call}({args.rstrip(", ")}, variant="course")')
+    return check.rstrip() + "\n" + HIDDEN.format(calls="\n".join(calls)) if calls else check

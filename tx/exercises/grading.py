@@ -265,9 +265,12 @@ def grade_notebook(cells: list[dict[str, Any]], namespace: dict[str, Any], limit
                 outputs[index] = [_error("Not yet", failure or "this cell did not finish.")]
                 todo.remove((index, source))
                 break
-    for cell in cells:
-        if cell["role"] == "check":
-            outputs[cell["index"]] = _run_check(namespace, cell["source"], runnable, limits, cell.get("points"))
+    from . import course_variant
+
+    with course_variant(limits.variant):
+        for cell in cells:
+            if cell["role"] == "check":
+                outputs[cell["index"]] = _run_check(namespace, cell["source"], runnable, limits, cell.get("points"))
     return outputs
 
 

@@ -40,6 +40,7 @@ class Limits:
 
     timeout: float = 30.0  #: seconds of wall time for the answer cells and every call of one check
     memory_mb: int = 2048  #: megabytes of memory a sandbox may add to the grader's
+    variant: int = 1  #: the course's own inputs, which a hidden test's ``variant="course"`` draws
 
 
 # ------------------------------------------------------------------------------ the sandbox
