@@ -270,25 +270,35 @@ def test_nbgrader_grades_a_class_as_a_teacher_would(tmp_path, half):
 
 
 def assert_hints_fit(pages: list[Path]) -> None:
-    """In headless Chromium at 1280 px, no output box of a feedback page is wider than the page shows."""
+    """In headless Chromium at 1280 px, no output box of a feedback page is wider than the page shows,
+    and the page asks nothing of the network: its math is drawn as MathML, with no MathJax."""
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(ROOT / "tests/site"))
     from sitekit import CHROMIUM_ARGS, chromium_path
 
-    too_wide, hints = [], 0
+    too_wide, hints, fetched, formulas = [], 0, [], 0
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("request", lambda r: fetched.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
         for html in pages:
             page.goto(html.as_uri())
             boxes = page.eval_on_selector_all(
                 "pre", "els => els.map(e => [e.scrollWidth, e.clientWidth, e.textContent.slice(0, 60)])")
             hints += sum("Not yet" in text for _, _, text in boxes)
             too_wide += [(html.name, text) for wide, shown, text in boxes if wide > shown + 1]
+            # every formula of the text is a MathML element the browser laid out, none left as TeX
+            sizes = page.eval_on_selector_all(".text_cell_render math", "els => els.map(e => e.getBoundingClientRect().width)")
+            formulas += len(sizes)
+            assert all(width > 0 for width in sizes), html.name
+            text = page.eval_on_selector_all(".text_cell_render", "els => els.map(e => e.innerText).join(' ')")
+            assert not re.search(r"\$[^$\s]+\$|\\frac|\\sqrt", text), (html.name, text[:300])
         browser.close()
     assert hints >= len(pages), "the feedback pages show fewer hints than there are notebooks"
     assert not too_wide, f"hints wider than their box at 1280 px: {too_wide}"
+    assert formulas >= len(pages), "the feedback pages show fewer formulas than there are notebooks"
+    assert not fetched, f"a feedback page asks the network for {fetched[:3]}"
 
 
 def test_the_teachers_page_quotes_a_hint_the_checker_gives():

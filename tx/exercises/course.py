@@ -42,6 +42,7 @@ from .course_cells import (
     with_hidden_test, written_answer,
 )
 from .course_environment import DOCKERFILE, course_requirements
+from .feedback import NO_MATHJAX
 from .grading import fingerprint
 from .learner import CHAPTERS, Written, write_keeping
 from .learner_notebook import _source, chapter_label, citations, equation_numbers, learner_notebook
@@ -96,6 +97,21 @@ c.GradeInIsolation.tx_fingerprint = "{fingerprint}"
 # Students never see it; change it for a new term, and a published answer fitted to last
 # term's inputs no longer fits.
 c.GradeInIsolation.variant = {variant}
+# Feedback that reads offline: generate_feedback writes the notebooks' math as MathML, and the
+# course's templates/base/mathjax.html.j2 stands in for nbconvert's, which loads MathJax from
+# the internet (nbgrader's feedback template itself is found in nbgrader's own folder).
+import os.path as _path  # noqa: E402
+import nbgrader as _nbgrader  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "tx.exercises.feedback.MathAsMathML",
+]
+c.HTMLExporter.extra_template_basedirs = [
+    _path.join(_path.dirname(_path.abspath(__file__)), "templates"),
+    _path.join(_path.dirname(_nbgrader.__file__), "server_extensions", "formgrader", "templates"),
+]
 # Seconds a cell may run in a Jupyter kernel: `nbgrader validate`, which students may run,
 # executes the notebook there (it does not grade in isolation; its checks are the book's).
 c.ExecutePreprocessor.timeout = {timeout:g}
@@ -119,8 +135,15 @@ solutions in. Students read the chapter in the book and answer in the assignment
 
 Each exercise is worth {points} point{s}: its answer cell is an autograded answer, and the
 check under it, an autograder-tests cell, calls the same checker the book and the learner
-edition use. It passes (full points) or fails with the hint a learner sees, which nbgrader's
-feedback shows too. Every other cell is read-only.
+edition use, with the hint a learner sees, which nbgrader's feedback shows too. Each checker
+checks in parts, easiest first (the book's worked example, then other sizes, then the edge
+case its hints name); an answer earns each part's share of the points, up to the first part
+that fails. Where a checker draws its inputs at random, the check cell calls it again in
+nbgrader's hidden tests on the course's own inputs (`c.GradeInIsolation.variant` in
+`nbgrader_config.py`), which no student sees, so each such exercise's points are shared
+between the book's inputs and the course's. An exercise that also asks a question in words
+has an answer cell in words, worth {points} point{s}, graded by hand. Every other cell is
+read-only.
 
 ## Running the course
 
@@ -152,8 +175,9 @@ This assignment holds the exercises of chapter {number} of *The Transformer, Run
 and the cells they build on: read the chapter in the book first. Write each answer in the
 cell that says `YOUR CODE HERE`, in place of `raise NotImplementedError()`, and run the check
 under it: it prints a line that starts with "Correct", or a hint. Each exercise is worth
-{points} point{s}; the autograder runs the same checks on what you submit. The other cells
-are read-only.
+{points} point{s}; the autograder runs the same checks on what you submit, and again on inputs
+of its own, and gives each part of a check that passes its share of the points. The other
+cells are read-only.
 """
 
 SETUP_CELL = '''\
@@ -169,8 +193,8 @@ except ModuleNotFoundError:
     ) from None
 COURSE_TX = "{fingerprint}"
 if fingerprint() != COURSE_TX:
-    print(f"Your tx is {{fingerprint()}}, the course's is {{COURSE_TX}}: ask your course "
-          "staff for the course's environment, or your checks may differ from the grader's.")
+    print(f"Your tx is {{fingerprint()}}, the course's is {{COURSE_TX}}:\nask your course "
+          "staff for the course's environment,\nor your checks may differ from the grader's.")
 else:
     print(f"tx {{COURSE_TX}}, the course's.")'''
 
@@ -324,6 +348,7 @@ def course_files(chapters: str | Path = CHAPTERS, only: list[str] | None = None,
         environment = {"requirements.txt": course_requirements(chapters.parent).encode("utf-8"),
                        "Dockerfile": DOCKERFILE.encode("utf-8")}
     return {**environment, "nbgrader_config.py": config.encode("utf-8"),
+            "templates/base/mathjax.html.j2": NO_MATHJAX.encode("utf-8"),
             "README.md": README.format(assignments=listed, points=POINTS, s="" if POINTS == 1 else "s").encode(),
             **files}
 

@@ -144,8 +144,8 @@ def asks_in_words(exercise: str) -> bool:
 
 WRITTEN_PROMPT = """\
 **In words.** The exercise above also asks a question in words. Answer it in the cell below,
-in a few sentences (equations as $...$ are welcome): it is graded by hand, worth {points}
-point{s}."""
+in a few sentences (equations in LaTeX between dollar signs are welcome): it is graded by
+hand, worth {points} point{s}."""
 
 WRITTEN_SOLUTION = """\
 The book's solution to this exercise, folded under it on the website, answers the question;

@@ -304,6 +304,8 @@ def check_course(course: str | Path, only: list[str] | None = None,
             work = Path(scratch).resolve()
             work.mkdir(parents=True, exist_ok=True)
         shutil.copy(course / "nbgrader_config.py", work / "nbgrader_config.py")
+        if (course / "templates").is_dir():  # the feedback's templates, which the config names
+            shutil.copytree(course / "templates", work / "templates", dirs_exist_ok=True)
         for a in assignments:
             shutil.copytree(course / "source" / a, work / "source" / a,
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints"))

@@ -39,10 +39,11 @@ def lock_blocks(text: str) -> dict[str, tuple[str, set[str]]]:
 
 
 def course_requirements(root: Path) -> str:
-    """``requirements.txt`` of a course: the learner lock's packages, and nbgrader's from the book's lock."""
+    """``requirements.txt`` of a course: the learner lock's packages, and nbgrader's and the feedback's
+    (latex2mathml) from the book's lock."""
     learner = lock_blocks((root / "requirements-learner.lock").read_text(encoding="utf-8"))
     book = lock_blocks((root / "requirements.lock").read_text(encoding="utf-8"))
-    needed = {"nbgrader"}
+    needed = {"nbgrader", "latex2mathml"}  # latex2mathml: the feedback's math (tx.exercises.feedback)
     while True:  # every package the lock has for nbgrader, or for one of those
         more = {name for name, (_, via) in book.items() if via & needed} - needed
         if not more:

@@ -109,7 +109,7 @@ def _partial(hint: str, passed: list[str], checks: list[tuple[Any, set[str]]],
         return [_error("Not yet", hint)]
     score = round(points * len(passed) / total, 2)
     text = (f"Not yet: {hint}\nPartial credit: {len(passed)} of {total} parts passed "
-            f"({'; '.join(passed)}): {score:g} of {points:g} points.")
+            f"({'; '.join(passed)}): {score:g} of {points:g} point{'' if points == 1 else 's'}.")
     lines = [line for paragraph in text.splitlines()
              for line in textwrap.wrap(paragraph, HINT_WIDTH, break_long_words=True, break_on_hyphens=False)]
     return [_stream("\n".join(lines) + "\n"),
