@@ -117,8 +117,17 @@ lock:
 
 WHEEL_DIR := _build/wheel
 
-## book: build the website into _build/html (executes every notebook)
+## book: build the website into _build/html (executes every notebook). For a class graded with
+## the course (teachers.md), `make book GRADED=1` builds it without the exercises' solutions, and
+## `make book SOLUTIONS_AFTER=2026-12-15` leaves them out until that date: build again on or after it.
+GRADED ?=
+SOLUTIONS_AFTER ?=
+# For _ext/graded_site.py, in the build and in the zip step, with one date for the whole build.
+BUILD_DATE := $(shell date +%F)
+GRADED_ENV = TX_GRADED='$(GRADED)' TX_SOLUTIONS_AFTER='$(SOLUTIONS_AFTER)' TX_BUILD_DATE=$(BUILD_DATE)
 book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
+	# a malformed GRADED or SOLUTIONS_AFTER stops here, before the notebooks run
+	$(GRADED_ENV) $(BIN)/python _ext/graded_site.py > /dev/null
 	rm -rf _build/html _build/jupyter_execute $(WHEEL_DIR)
 	# The learner zip carries tx as a wheel (checkpoints included), built offline by the venv's
 	# setuptools from a copy of the package, so no build/ or egg-info lands in the book's folder.
@@ -130,10 +139,17 @@ book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 	$(BIN)/python -m tx.exercises learner _build/learner --zip _build/learner-edition.zip --wheel $(WHEEL_DIR)/tx-*.whl
 	# Every chapter, run $(WORKERS) at a time into the build's emptied notebook cache, which the build reads
 	$(BIN)/python _ext/execute_chapters.py --jobs $(WORKERS) chapters/*.ipynb
-	$(JB)
+	$(GRADED_ENV) $(JB)
 	cp _build/learner-edition.zip _build/html/
-	# the book's own source, for a teacher's `make course` and a reader's `make lab` (teachers.md)
-	$(BIN)/python _ext/source_zip.py _build/html/book-source.zip
+	# The book's own source, for a teacher's `make course` and a reader's `make lab` (teachers.md).
+	# A graded site has none: the zip is everything git tracks, the chapters' solutions, the
+	# checkers' tests' right answers (tests/test_exercises_*.py) and tx itself, and one stripped of
+	# them would no longer be the folder a teacher builds the course from (its check needs them).
+	case "$$($(GRADED_ENV) $(BIN)/python _ext/graded_site.py)" in \
+	  shown) $(BIN)/python _ext/source_zip.py _build/html/book-source.zip;; \
+	  hidden) echo "graded site: no book-source.zip";; \
+	  *) exit 1;; \
+	esac
 
 ## test: every test, each chapter run as few times as the checks need. The strict book build
 ## runs every chapter top to bottom with allow_errors false (and raise_on_error), the check nbval
