@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from . import CheckFailed, as_count, call, forbids, keeps_random_state, passed
+from . import CheckFailed, as_count, call, forbids, keeps_random_state, part, parts, passed, seeded
 from ..config import LayerConfig
 from ..layers import FeedForward
 from ..multi_head import MultiHeadAttention
@@ -31,30 +31,41 @@ def _count(module: nn.Module) -> int:
 
 @forbids([(EncoderLayer, "__init__"), (MultiHeadAttention, "__init__"), (FeedForward, "__init__")],
 "count from a formula; building the layer is what the exercise asks you to do without.")
+@parts("small layers", "larger layers, the paper's included")
 @keeps_random_state
 def check_encoder_layer_params(fn: Callable[[int, int], Any]) -> None:
     """``fn(d_model, d_ff)`` must give the parameter count of one :class:`~tx.encoder.EncoderLayer`."""
-    for d_model, d_ff, n_heads in ((4, 8, 2), (6, 10, 3), (128, 256, 4), (512, 2048, 8)):
-        layer = EncoderLayer(LayerConfig(d_model=d_model, n_heads=n_heads, d_ff=d_ff))
-        expected = _count(layer)
-        got = call(fn, d_model, d_ff)
-        got = as_count(got, "return a whole number of parameters, got {kind} {got!r}.")
-        if got == expected:
-            continue
-        attn, ffn = _count(layer.self_attn), _count(layer.feed_forward)
-        norms = expected - attn - ffn
-        hint = ""
-        if got == expected - norms:
-            hint = " You left out the two LayerNorms: each has a gain and a bias of d_model entries."
-        elif got == expected - 4 * d_model - d_ff - d_model:
-            hint = " You left out the biases of the linear layers: every nn.Linear(n_in, n_out) adds n_out of them."
-        elif got == expected - attn // 4:
-            hint = " Self-attention has four d_model x d_model projections: W^Q, W^K, W^V and the output W^O."
-        raise CheckFailed(
-            f"for d_model={d_model}, d_ff={d_ff} you gave {got}, but tx.EncoderLayer has {expected} "
-            f"parameters: self-attention {attn}, feed-forward {ffn}, LayerNorms {norms}.{hint}"
-        )
+    sizes = {  # (d_model, d_ff, n_heads)
+        "small layers": ((4, 8, 2), (6, 10, 3)),
+        "larger layers, the paper's included": ((128, 256, 4), (512, 2048, 8)),
+    }
+    for name, cases in sizes.items():
+        with part(name):
+            for d_model, d_ff, n_heads in cases:
+                _check_encoder_layer_params(fn, d_model, d_ff, n_heads)
     passed("one encoder layer has 4(D² + D) + (2·D·F + F + D) + 4D parameters; the paper's has 3,152,384.")
+
+
+def _check_encoder_layer_params(fn: Callable[[int, int], Any], d_model: int, d_ff: int, n_heads: int) -> None:
+    layer = EncoderLayer(LayerConfig(d_model=d_model, n_heads=n_heads, d_ff=d_ff))
+    expected = _count(layer)
+    got = call(fn, d_model, d_ff)
+    got = as_count(got, "return a whole number of parameters, got {kind} {got!r}.")
+    if got == expected:
+        return
+    attn, ffn = _count(layer.self_attn), _count(layer.feed_forward)
+    norms = expected - attn - ffn
+    hint = ""
+    if got == expected - norms:
+        hint = " You left out the two LayerNorms: each has a gain and a bias of d_model entries."
+    elif got == expected - 4 * d_model - d_ff - d_model:
+        hint = " You left out the biases of the linear layers: every nn.Linear(n_in, n_out) adds n_out of them."
+    elif got == expected - attn // 4:
+        hint = " Self-attention has four d_model x d_model projections: W^Q, W^K, W^V and the output W^O."
+    raise CheckFailed(
+        f"for d_model={d_model}, d_ff={d_ff} you gave {got}, but tx.EncoderLayer has {expected} "
+        f"parameters: self-attention {attn}, feed-forward {ffn}, LayerNorms {norms}.{hint}"
+    )
 
 
 _DECODER_SUBLAYERS = ("self_attn", "cross_attn", "feed_forward")
@@ -87,17 +98,26 @@ def _changed_by_memory(layer: DecoderLayer) -> set[str]:
     return {name for name in _DECODER_SUBLAYERS if not torch.allclose(first[name], second[name])}
 
 
+@parts("the sub-layers a new memory changes")
 @keeps_random_state
 def check_changed_by_memory(fn: Callable[[], Any]) -> None:
     """``fn()`` must name the sub-layers of :class:`~tx.decoder.DecoderLayer` whose output a new memory changes,
     the layer's input staying the same."""
+    with part("the sub-layers a new memory changes"):
+        _check_changed_by_memory(fn)
+    passed("the memory reaches cross_attn, which reads it, and feed_forward through cross_attn's output; "
+           "self_attn sees only y. In the layer above, whose input this layer's output is, all three change.")
+
+
+def _check_changed_by_memory(fn: Callable[[], Any]) -> None:
     got = call(fn)
     if isinstance(got, str):
         raise CheckFailed(f"return a set of names, such as {{{got!r}}}, even when it holds one name.")
     try:
         names = set(got)
     except TypeError:
-        raise CheckFailed(f"return the names as a set of strings, such as {{'self_attn'}}; got {type(got).__name__}.") from None
+        raise CheckFailed("return the names as a set of strings, such as {'self_attn'}; "
+                          f"got {type(got).__name__}.") from None
     if not all(isinstance(n, str) for n in names):
         raise CheckFailed(f"return the names as a set of strings, such as {{'self_attn'}}; got {got!r:.80}.")
     unknown = sorted(names - set(_DECODER_SUBLAYERS))
@@ -108,8 +128,6 @@ def check_changed_by_memory(fn: Callable[[], Any]) -> None:
         )
     changed = _changed_by_memory(DecoderLayer(_SMALL))
     if names == changed:
-        passed("the memory reaches cross_attn, which reads it, and feed_forward through cross_attn's output; "
-               "self_attn sees only y. In the layer above, whose input this layer's output is, all three change.")
         return
     if "self_attn" in names:
         raise CheckFailed("self_attn reads only y, which stays the same: its queries, keys and values all come from "
@@ -154,11 +172,17 @@ def _as_places(got: Any, n: int) -> tuple[Place, Place]:
     return (i, name_i), (j, name_j)
 
 
+_WHOLE_LAYERS, _TIED, _FAR, _NAMES = ("whole layers: their own, copied or repeated", "one tied weight",
+                                      "three layers: every pair compared", "one tensor under two names")
+
+
+@parts(_WHOLE_LAYERS, _TIED, _FAR, _NAMES, drawn=True)
 @keeps_random_state
 def check_find_shared(fn: Callable[[nn.ModuleList], Any]) -> None:
     """``fn(layers)`` must return None when the layers of a stack hold separate parameter tensors, else
     ``((i, name_i), (j, name_j))``: two places in two layers that hold one tensor."""
-    torch.manual_seed(0)
+    # The seed draws only the weights' values; which tensors are shared is fixed below.
+    torch.manual_seed(seeded(0))
     one = EncoderLayer(_SMALL)
     tied = nn.ModuleList([EncoderLayer(_SMALL), EncoderLayer(_SMALL)])
     tied[1].feed_forward.linear1.weight = tied[0].feed_forward.linear1.weight
@@ -171,44 +195,59 @@ def check_find_shared(fn: Callable[[nn.ModuleList], Any]) -> None:
     # One tensor under two names: comparing the same names only misses it.
     renamed = nn.ModuleList([EncoderLayer(_SMALL), EncoderLayer(_SMALL)])
     renamed[1].self_attn.w_k.weight = renamed[0].self_attn.w_q.weight
-    cases = [
-        ("the layers of a tx.Encoder of 3 layers", Encoder(_SMALL.replace(n_layers=3)).layers,
-         "each layer of tx.Encoder is built on its own, so nothing is shared: return None."),
-        ("[layer, copy.deepcopy(layer)]", nn.ModuleList([one, copy.deepcopy(one)]),
-         "the two layers hold equal values but separate tensors, so training changes them independently "
-         "and the answer is None."),
-        ("[layer, layer]", nn.ModuleList([one, one]),
-         "the same layer appears twice, so every weight is shared. Note that stack.parameters() lists "
-         "a shared tensor only once; go through each layer's own named_parameters()."),
-        ("two layers whose feed_forward.linear1.weight is one tensor", tied,
-         "one weight matrix is shared between the layers; a single shared tensor is enough to name."),
-        ("three layers, the first and the third sharing feed_forward.linear2.bias", far,
-         "layers 0 and 2 share a tensor. Compare every layer with every other, not only neighbours."),
-        ("three layers, the second and the third sharing self_attn.w_o.weight", later,
-         "layers 1 and 2 share a tensor while layer 0 shares none. Compare every pair of layers, "
-         "not only layer 0 with the others."),
-        ("two layers, layer 1's self_attn.w_k.weight being layer 0's self_attn.w_q.weight", renamed,
-         "one tensor sits under two different names. Compare every parameter of one layer with every "
-         "parameter of the other, not only those of the same name."),
-    ]
-    for what, layers, why in cases:
-        shared = _shared_places(layers)
-        got = call(fn, layers)
-        if got is None:
-            if shared:
-                raise CheckFailed(f"for {what} you returned None, but a tensor is shared: {why}")
-            continue
-        (i, name_i), (j, name_j) = _as_places(got, len(layers))
-        try:
-            p, q = layers[i].get_parameter(name_i), layers[j].get_parameter(name_j)
-        except AttributeError as error:
-            raise CheckFailed(f"for {what} you returned {got!r}: {error}. Use the names that "
-                              "layer.named_parameters() gives.") from None
-        if p is q:
-            continue  # any one shared tensor will do
-        same = p.shape == q.shape and torch.equal(p, q)
-        hint = (" They hold equal values, but they are two tensors: compare by identity (`p is q`, or id(p)), "
-                "not by value.") if same else ""
-        raise CheckFailed(f"for {what} you returned {got!r}, but layer {i}'s {name_i} and layer {j}'s "
-                          f"{name_j} are separate tensors.{hint} Here {why}")
+    cases = {
+        # A stack that shares nothing comes with one that shares everything, so None alone earns nothing.
+        _WHOLE_LAYERS: [
+            ("the layers of a tx.Encoder of 3 layers", Encoder(_SMALL.replace(n_layers=3)).layers,
+             "each layer of tx.Encoder is built on its own, so nothing is shared: return None."),
+            ("[layer, copy.deepcopy(layer)]", nn.ModuleList([one, copy.deepcopy(one)]),
+             "the two layers hold equal values but separate tensors, so training changes them independently "
+             "and the answer is None."),
+            ("[layer, layer]", nn.ModuleList([one, one]),
+             "the same layer appears twice, so every weight is shared. Note that stack.parameters() lists "
+             "a shared tensor only once; go through each layer's own named_parameters()."),
+        ],
+        _TIED: [
+            ("two layers whose feed_forward.linear1.weight is one tensor", tied,
+             "one weight matrix is shared between the layers; a single shared tensor is enough to name."),
+        ],
+        _FAR: [
+            ("three layers, the first and the third sharing feed_forward.linear2.bias", far,
+             "layers 0 and 2 share a tensor. Compare every layer with every other, not only neighbours."),
+            ("three layers, the second and the third sharing self_attn.w_o.weight", later,
+             "layers 1 and 2 share a tensor while layer 0 shares none. Compare every pair of layers, "
+             "not only layer 0 with the others."),
+        ],
+        _NAMES: [
+            ("two layers, layer 1's self_attn.w_k.weight being layer 0's self_attn.w_q.weight", renamed,
+             "one tensor sits under two different names. Compare every parameter of one layer with every "
+             "parameter of the other, not only those of the same name."),
+        ],
+    }
+    for name, stacks in cases.items():
+        with part(name):
+            for what, layers, why in stacks:
+                _check_find_shared(fn, what, layers, why)
     passed("you can find a shared tensor wherever it hides; tx's encoder and decoder layers share none.")
+
+
+def _check_find_shared(fn: Callable[[nn.ModuleList], Any], what: str, layers: nn.ModuleList, why: str) -> None:
+    shared = _shared_places(layers)
+    got = call(fn, layers)
+    if got is None:
+        if shared:
+            raise CheckFailed(f"for {what} you returned None, but a tensor is shared: {why}")
+        return
+    (i, name_i), (j, name_j) = _as_places(got, len(layers))
+    try:
+        p, q = layers[i].get_parameter(name_i), layers[j].get_parameter(name_j)
+    except AttributeError as error:
+        raise CheckFailed(f"for {what} you returned {got!r}: {error}. Use the names that "
+                          "layer.named_parameters() gives.") from None
+    if p is q:
+        return  # any one shared tensor will do
+    same = p.shape == q.shape and torch.equal(p, q)
+    hint = (" They hold equal values, but they are two tensors: compare by identity (`p is q`, or id(p)), "
+            "not by value.") if same else ""
+    raise CheckFailed(f"for {what} you returned {got!r}, but layer {i}'s {name_i} and layer {j}'s "
+                      f"{name_j} are separate tensors.{hint} Here {why}")
