@@ -16,14 +16,14 @@ from torch import Tensor, nn
 
 from ..config import LayerConfig
 from ..layers import FeedForward, Residual, RMSNorm
-from . import CheckFailed, assert_tensor, call, forbids, passed
+from . import CheckFailed, assert_tensor, call, forbids, part, parts, passed, seeded
 
 __all__ = ["check_rms_norm", "check_post_ln_step", "check_pre_ln_stack"]
 
 
 def _with_random_norm(norm: nn.LayerNorm, seed: int) -> nn.LayerNorm:
     """Give ``norm`` a gain and bias away from 1 and 0, so an answer that skips it shows."""
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(seeded(seed))
     with torch.no_grad():
         norm.weight.copy_(torch.rand(norm.weight.shape, generator=g) * 1.5 + 0.5)
         norm.bias.copy_(torch.randn(norm.bias.shape, generator=g))
@@ -33,7 +33,7 @@ def _with_random_norm(norm: nn.LayerNorm, seed: int) -> nn.LayerNorm:
 def _sublayers(n: int, d_model: int) -> list[FeedForward]:
     """``n`` feed-forward sub-layers with seeded weights."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(7)
+        torch.manual_seed(seeded(7))
         return [FeedForward(LayerConfig(d_model=d_model, n_heads=1, d_ff=2 * d_model)) for _ in range(n)]
 
 
@@ -93,22 +93,36 @@ def _rms_mistake(got: Tensor, x: Tensor, gain: Tensor, eps: float) -> str | None
     return None
 
 
+_SCALES, _SHAPE, _EPS = ("vectors on very different scales", "another shape, [2, 2, 3, 7]",
+                         "a zero and a nearly-zero vector (eps)")
+
+
 @forbids(_NORMS, "write RMSNorm with tensor arithmetic: square, mean, square root, divide.")
+@parts(_SCALES, _SHAPE, _EPS, drawn=True)
 def check_rms_norm(rms_norm: Callable[..., Tensor]) -> None:
     """``rms_norm(x, gain, eps)`` must be x / sqrt(mean(x**2) + eps) * gain over the last axis of x [..., D]."""
     # x [2, 3, 5]: positions on very different scales, all shifted from 0, so centring shows
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(seeded(0))
     x = torch.randn(2, 3, 5, generator=g) * torch.tensor([1.0, 10.0, 0.1])[None, :, None] + 3.0
     gain = torch.rand(5, generator=g) * 2 + 0.5  # far from 1, so an answer that skips it shows
-    got = _call_rms_norm(rms_norm, x.clone(), gain.clone(), 1e-5)
-    if isinstance(got, Tensor) and got.shape == x.shape and got.is_floating_point():
-        if hint := _rms_mistake(got.detach().float(), x, gain, 1e-5):
-            raise CheckFailed(hint)
-    assert_tensor(got, _tx_rms_norm(x, gain, 1e-5), "rms_norm(x, gain, 1e-5) on x of shape (2, 3, 5)")
-    # Another shape, one the learner never sees: [..., D] with three leading axes and D = 7.
-    x, gain = torch.randn(2, 2, 3, 7, generator=g) * 4 - 1, torch.rand(7, generator=g) + 0.5
-    assert_tensor(_call_rms_norm(rms_norm, x.clone(), gain, 1e-5), _tx_rms_norm(x, gain, 1e-5),
-                  "rms_norm(x, gain, 1e-5) on x of shape (2, 2, 3, 7)")
+    with part(_SCALES):
+        got = _call_rms_norm(rms_norm, x.clone(), gain.clone(), 1e-5)
+        if isinstance(got, Tensor) and got.shape == x.shape and got.is_floating_point():
+            if hint := _rms_mistake(got.detach().float(), x, gain, 1e-5):
+                raise CheckFailed(hint)
+        assert_tensor(got, _tx_rms_norm(x, gain, 1e-5), "rms_norm(x, gain, 1e-5) on x of shape (2, 3, 5)")
+    with part(_SHAPE):
+        # Another shape, one the learner never sees: [..., D] with three leading axes and D = 7.
+        x, gain = torch.randn(2, 2, 3, 7, generator=g) * 4 - 1, torch.rand(7, generator=g) + 0.5
+        assert_tensor(_call_rms_norm(rms_norm, x.clone(), gain, 1e-5), _tx_rms_norm(x, gain, 1e-5),
+                      "rms_norm(x, gain, 1e-5) on x of shape (2, 2, 3, 7)")
+    with part(_EPS):
+        _check_rms_norm_eps(rms_norm)
+    passed("your rms_norm divides each vector by its root mean square and applies the gain, eps included: "
+           "it is tx.RMSNorm, which a model built with norm=\"rms\" uses wherever it normalises.")
+
+
+def _check_rms_norm_eps(rms_norm: Callable[..., Tensor]) -> None:
     # A vector of zeros, whose root mean square is 0: only eps keeps 0 / 0 from being nan. And a
     # nearly-zero vector, where eps outside the root would give other numbers than eps inside.
     small = torch.tensor([[0.0, 0.0, 0.0, 0.0], [1e-4, -2e-4, 3e-4, 5e-5]])
@@ -125,8 +139,6 @@ def check_rms_norm(rms_norm: Callable[..., Tensor]) -> None:
                                   "sqrt(mean(x**2)) + eps. The two differ for a vector close to zero.")
         assert_tensor(got, _tx_rms_norm(small, ones, eps),
                       f"rms_norm of a zero and a nearly-zero vector with eps={eps} (eps goes inside the root)")
-    passed("your rms_norm divides each vector by its root mean square and applies the gain, eps included: "
-           "it is tx.RMSNorm, which a model built with norm=\"rms\" uses wherever it normalises.")
 
 
 class _FixedDropout(nn.Module):
@@ -161,7 +173,8 @@ def _post_ln_misplaced(got: Tensor, x: Tensor, sublayer: Callable[[Tensor], Tens
     misplaced = [
         (x + drop(sublayer(norm(x))), "that is pre-LN, x + dropout(sublayer(norm(x))). The paper (section 3.1) adds "
                                       "first and normalises the sum."),
-        (norm(drop(sublayer(x))), "the residual is missing: add x to the dropped sub-layer output before the LayerNorm."),
+        (norm(drop(sublayer(x))), "the residual is missing: add x to the dropped sub-layer output before the "
+                                  "LayerNorm."),
         (norm(drop(x + sublayer(x))), "you dropped the sum, x included: entries of the input itself would vanish from "
                                       "the residual path. Drop the sub-layer's output only, before adding x."),
         (drop(norm(x + sublayer(x))), "you dropped after the LayerNorm, so the vectors handed on are no longer "
@@ -175,57 +188,71 @@ def _post_ln_misplaced(got: Tensor, x: Tensor, sublayer: Callable[[Tensor], Tens
 
 
 @forbids([(Residual, "forward")], "write the step yourself, from the norm, the sub-layer and the dropout.")
+@parts("x of shape [2, 4, 6]", "another shape, [3, 2, 10]", drawn=True)
 def check_post_ln_step(post_ln_step: Callable[..., Tensor]) -> None:
     """``post_ln_step(x, sublayer, norm, dropout)`` must equal ``tx.Residual(norm_first=False)`` in training:
     norm(x + dropout(sublayer(x)))."""
-    for D, seed, shape in ((6, 1, (2, 4)), (10, 5, (3, 2))):  # the second size is one the learner never sees
-        residual = Residual(LayerConfig(d_model=D, n_heads=1, dropout=0.25, norm_first=False))
-        _with_random_norm(residual.norm, seed)
-        (sublayer,) = _sublayers(1, D)
-        g = torch.Generator().manual_seed(seed + 1)
-        x = 3 * torch.randn(*shape, D, generator=g)
-        drop = _FixedDropout(torch.rand(*shape, D, generator=g) >= 0.25, 0.25)
-        residual.dropout = drop  # tx.Residual now drops exactly what the learner's step drops
-        residual.train()
-        with torch.no_grad():
-            got = call(post_ln_step, x.clone(), sublayer, residual.norm, drop)
-            calls = drop.calls
-            expected = residual(x, sublayer)
-            if isinstance(got, Tensor) and got.shape == x.shape:
-                _post_ln_misplaced(got, x, sublayer, residual.norm, drop, calls)
-        assert_tensor(got, expected, f"post_ln_step(x of shape {tuple(x.shape)}, sublayer, norm, dropout)")
+    # the second size is one the learner never sees
+    for name, D, seed, shape in (("x of shape [2, 4, 6]", 6, 1, (2, 4)), ("another shape, [3, 2, 10]", 10, 5, (3, 2))):
+        with part(name):
+            _check_post_ln_step(post_ln_step, D, seed, shape)
     passed("post_ln_step is the paper's Add & Norm in training, LayerNorm(x + Dropout(Sublayer(x))), as "
            "tx.Residual(norm_first=False).")
 
 
+def _check_post_ln_step(post_ln_step: Callable[..., Tensor], D: int, seed: int, shape: tuple[int, int]) -> None:
+    residual = Residual(LayerConfig(d_model=D, n_heads=1, dropout=0.25, norm_first=False))
+    _with_random_norm(residual.norm, seed)
+    (sublayer,) = _sublayers(1, D)
+    g = torch.Generator().manual_seed(seeded(seed + 1))
+    x = 3 * torch.randn(*shape, D, generator=g)
+    drop = _FixedDropout(torch.rand(*shape, D, generator=g) >= 0.25, 0.25)
+    residual.dropout = drop  # tx.Residual now drops exactly what the learner's step drops
+    residual.train()
+    with torch.no_grad():
+        got = call(post_ln_step, x.clone(), sublayer, residual.norm, drop)
+        calls = drop.calls
+        expected = residual(x, sublayer)
+        if isinstance(got, Tensor) and got.shape == x.shape:
+            _post_ln_misplaced(got, x, sublayer, residual.norm, drop, calls)
+    assert_tensor(got, expected, f"post_ln_step(x of shape {tuple(x.shape)}, sublayer, norm, dropout)")
+
+
 @forbids([(Residual, "forward")], "write each step yourself: x + sublayer(norm(x)).")
+@parts("3 steps, d_model = 6", "another stack, 2 steps of d_model = 8", drawn=True)
 def check_pre_ln_stack(pre_ln_stack: Callable[..., Tensor]) -> None:
     """``pre_ln_stack(x, sublayers, norms, final_norm)`` must equal N pre-LN tx.Residual steps, then final_norm."""
-    for D, N, seed in ((6, 3, 3), (8, 2, 4)):  # the second stack is one the learner never sees
-        residuals = [Residual(LayerConfig(d_model=D, n_heads=1, dropout=0.0, norm_first=True)) for _ in range(N)]
-        for i, r in enumerate(residuals):
-            _with_random_norm(r.norm, 10 * seed + i)
-        final_norm = _with_random_norm(nn.LayerNorm(D), 20 * seed)
-        sublayers = _sublayers(N, D)
-        x = torch.randn(2, 4, D, generator=torch.Generator().manual_seed(seed))
-        with torch.no_grad():
-            got = call(pre_ln_stack, x.clone(), sublayers, [r.norm for r in residuals], final_norm)
-            h = x
-            for r, f in zip(residuals, sublayers):
-                h = r(h, f)  # [B, T, D], the un-normalised residual stream
-            expected = final_norm(h)
-            post = x
-            for r, f in zip(residuals, sublayers):
-                post = r.norm(post + f(post))
-            each_normed = x
-            for r, f in zip(residuals, sublayers):
-                each_normed = final_norm(r(each_normed, f))
-        if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, h, atol=1e-5):
-            raise CheckFailed("the stack is right but final_norm is missing: apply it once, after the last step.")
-        if isinstance(got, Tensor) and got.shape == x.shape and (
-                torch.allclose(got, post, atol=1e-5) or torch.allclose(got, final_norm(post), atol=1e-5)):
-            raise CheckFailed("those are post-LN steps, norm(x + sublayer(x)); a pre-LN step is x + sublayer(norm(x)).")
-        if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, each_normed, atol=1e-5):
-            raise CheckFailed("you applied final_norm after every step: apply it once, after the last step.")
-        assert_tensor(got, expected, f"pre_ln_stack(x, {N} sublayers, {N} norms, final_norm) with d_model={D}")
+    # the second stack is one the learner never sees
+    for name, D, N, seed in (("3 steps, d_model = 6", 6, 3, 3), ("another stack, 2 steps of d_model = 8", 8, 2, 4)):
+        with part(name):
+            _check_pre_ln_stack(pre_ln_stack, D, N, seed)
     passed("pre_ln_stack matches tx.Residual(norm_first=True) steps followed by the final LayerNorm.")
+
+
+def _check_pre_ln_stack(pre_ln_stack: Callable[..., Tensor], D: int, N: int, seed: int) -> None:
+    residuals = [Residual(LayerConfig(d_model=D, n_heads=1, dropout=0.0, norm_first=True)) for _ in range(N)]
+    for i, r in enumerate(residuals):
+        _with_random_norm(r.norm, 10 * seed + i)
+    final_norm = _with_random_norm(nn.LayerNorm(D), 20 * seed)
+    sublayers = _sublayers(N, D)
+    x = torch.randn(2, 4, D, generator=torch.Generator().manual_seed(seeded(seed)))
+    with torch.no_grad():
+        got = call(pre_ln_stack, x.clone(), sublayers, [r.norm for r in residuals], final_norm)
+        h = x
+        for r, f in zip(residuals, sublayers):
+            h = r(h, f)  # [B, T, D], the un-normalised residual stream
+        expected = final_norm(h)
+        post = x
+        for r, f in zip(residuals, sublayers):
+            post = r.norm(post + f(post))
+        each_normed = x
+        for r, f in zip(residuals, sublayers):
+            each_normed = final_norm(r(each_normed, f))
+    if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, h, atol=1e-5):
+        raise CheckFailed("the stack is right but final_norm is missing: apply it once, after the last step.")
+    if isinstance(got, Tensor) and got.shape == x.shape and (
+            torch.allclose(got, post, atol=1e-5) or torch.allclose(got, final_norm(post), atol=1e-5)):
+        raise CheckFailed("those are post-LN steps, norm(x + sublayer(x)); a pre-LN step is x + sublayer(norm(x)).")
+    if isinstance(got, Tensor) and got.shape == x.shape and torch.allclose(got, each_normed, atol=1e-5):
+        raise CheckFailed("you applied final_norm after every step: apply it once, after the last step.")
+    assert_tensor(got, expected, f"pre_ln_stack(x, {N} sublayers, {N} norms, final_norm) with d_model={D}")
