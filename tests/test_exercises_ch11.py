@@ -316,7 +316,7 @@ def test_the_checker_asks_about_every_way_a_step_can_end():
     # The cases the exercise's hints name: none of the best ends, one just below the K best,
     # all K of the best, and a real step of tx.beam_search in which a hypothesis finishes.
     kinds = set()
-    for _, scores, log_probs, eos_id in ch11._beam_step_cases():
+    for _, scores, log_probs, eos_id in (case for cases in ch11._beam_step_cases().values() for case in cases):
         K = scores.size(0)
         ranked = sorted(((float(scores[k] + log_probs[k, v]), v) for k in range(K) for v in range(log_probs.size(1))),
                         reverse=True)
