@@ -170,10 +170,19 @@ def grading_substitutions(cost_file: str | Path) -> dict[str, str]:
 
     from tx.exercises import course
 
+    import pkgutil
+
+    import tx.exercises
+
     record = json.loads(Path(cost_file).read_text(encoding="utf-8"))
     times = [r["solved_s"] for r in record["assignments"].values()]
     starts = [r["start_s"] for r in record["assignments"].values()]
+    checkers = [getattr(module, name) for info in pkgutil.iter_modules(tx.exercises.__path__)
+                if re.fullmatch(r"ch\d\d|a\d", info.name)
+                for module in [importlib.import_module(f"tx.exercises.{info.name}")]
+                for name in dir(module) if name.startswith("check_")]
     return {
+        "grading_drawn": f"{sum(bool(getattr(c, 'drawn', False)) for c in checkers)} of the {len(checkers)}",
         "grading_start": f"{min(starts):.0f} to {max(starts):.0f} seconds",
         "grading_timeout": f"{math.ceil(course.SLOWEST_SOLUTION * course.TIMEOUT_FACTOR)}",
         "grading_memory": f"{course.MEMORY_MB:,}",

@@ -301,22 +301,24 @@ def assert_hints_fit(pages: list[Path]) -> None:
     assert not fetched, f"a feedback page asks the network for {fetched[:3]}"
 
 
-def test_the_teachers_page_quotes_a_hint_the_checker_gives():
-    """teachers.md shows what a student reads for a wrong softmax: it must be what check_softmax says."""
-    import re
-    from pathlib import Path
+def test_the_teachers_page_quotes_what_the_grader_gives_a_wrong_softmax():
+    """teachers.md shows what a student reads for a softmax that overflows, and the share of the point it
+    earns: it must be what the course's grader writes for that answer, hidden test included."""
+    from tx.exercises.course_cells import with_hidden_test
+    from tx.exercises.grading import Limits, grade_cells
 
-    from tx.exercises import CheckFailed, ch03
-
-    page = (Path(__file__).resolve().parents[1] / "teachers.md").read_text(encoding="utf-8")
+    page = (ROOT / "teachers.md").read_text(encoding="utf-8")
     quoted = re.search(r"```text\n(Not yet: .*?)\n```", page, re.S).group(1)
-
-    def softmax(scores):  # the mistake the page describes: no largest score subtracted
-        return scores.exp() / scores.exp().sum()
-
-    with pytest.raises(CheckFailed) as failed:
-        ch03.check_softmax(softmax)
-    assert " ".join(quoted.split()) == "Not yet: " + " ".join(str(failed.value).split())
+    answer = "def softmax(scores):\n    return scores.exp() / scores.exp().sum()"  # no largest score subtracted
+    cells = [{"index": 0, "role": "given", "source": "import torch\nimport tx"},
+             {"index": 1, "role": "answer", "source": answer},
+             {"index": 2, "role": "check", "source": with_hidden_test("tx.exercises.ch03.check_softmax(softmax)"),
+              "points": POINTS}]
+    outputs = grade_cells(cells, Limits(timeout=10, memory_mb=512))[2]
+    shown = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
+    assert " ".join(quoted.split()) == " ".join(shown.split())
+    score = next(o["data"]["text/plain"] for o in outputs if o["output_type"] == "execute_result")
+    assert f"{float(score):g} of the point" in " ".join(page.split())
 
 
 def test_the_time_limit_covers_the_slowest_measured_solution():

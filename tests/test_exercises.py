@@ -71,7 +71,7 @@ def test_checking_leaves_the_random_stream_alone(name, checker):
 
 def test_each_checker_is_called_once_by_its_own_chapter():
     calls = []
-    for path in sorted((ROOT / "chapters").glob(pattern)):
+    for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
         for cell in json.loads(path.read_text())["cells"]:
             if "check" in cell.get("metadata", {}).get("tags", []):
                 for chapter, name in re.findall(r"tx\.exercises\.(ch\d\d)\.(check_\w+)", "".join(cell["source"])):
