@@ -98,6 +98,12 @@ def test_every_chapter_is_an_assignment_of_its_exercises(course):
         assert all(nbgrader(c)["locked"] for c in others), a
         ids = [nbgrader(c)["grade_id"] for c in nb["cells"]]
         assert len(ids) == len(set(ids)), a
+        # Every code cell parses, the course's own set-up cell included.
+        from tx.exercises.sandbox import python_code
+
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                compile(python_code(source(cell)), f"{a}: {nbgrader(cell)['grade_id']}", "exec")
         # No solution of the book's is in an assignment outside a solution region.
         outside = "\n".join(source(c) for c in others)
         assert "solution-start" not in outside and BEGIN not in outside, a

@@ -193,8 +193,8 @@ except ModuleNotFoundError:
     ) from None
 COURSE_TX = "{fingerprint}"
 if fingerprint() != COURSE_TX:
-    print(f"Your tx is {{fingerprint()}}, the course's is {{COURSE_TX}}:\nask your course "
-          "staff for the course's environment,\nor your checks may differ from the grader's.")
+    print(f"Your tx is {{fingerprint()}}, the course's is {{COURSE_TX}}:\\nask your course "
+          "staff for the course's environment,\\nor your checks may differ from the grader's.")
 else:
     print(f"tx {{COURSE_TX}}, the course's.")'''
 
