@@ -268,11 +268,38 @@ def test_nbgrader_grades_a_class_as_a_teacher_would(tmp_path, half):
             assert "HIDDEN TESTS" not in source(cell) and "variant" not in source(cell), a
         # What nbgrader's feedback shows under each check is the hint the learner edition gives.
         assert s.hints == hints_in_process(released), a
+    if "ch03" in half:
+        assert_partial_credit_through_nbgrader(tmp_path / "grading")
     # nbgrader's feedback for the students with hints: every hint fits its box at 1280 px.
-    _run_nbgrader(["generate_feedback", "*", "--student=tx-[uw]*", "--force"], tmp_path / "grading")
+    _run_nbgrader(["generate_feedback", "*", "--student=tx-[uwo]*", "--force"], tmp_path / "grading")
     pages = sorted((tmp_path / "grading/feedback").glob("tx-*/*/*.html"))
-    assert len(pages) == 3 * len(half), pages  # unsolved, unparseable and wrong, each assignment
+    # unsolved, unparseable and wrong, each assignment; the overflowing softmax of ch03
+    assert len(pages) == 3 * len(half) + ("ch03" in half), pages
     assert_hints_fit(pages)
+
+
+def assert_partial_credit_through_nbgrader(work: Path) -> None:
+    """A student whose softmax overflows (ch03) passes one of its check's four parts (two on the book's
+    inputs, two on the course's): nbgrader records a quarter of the point and the feedback says why."""
+    from nbgrader.api import Gradebook
+
+    release = next((work / "release/ch03").glob("*.ipynb"))
+    nb = json.loads(release.read_text())
+    stub = "# YOUR CODE HERE\n    raise NotImplementedError()"
+    answers = [c for c in nb["cells"] if nbgrader(c)["solution"] and "def softmax(" in source(c)]
+    assert len(answers) == 1 and stub in source(answers[0])
+    answers[0]["source"] = source(answers[0]).replace(stub, "e = scores.exp()\n    return e / e.sum()")
+    (work / "submitted/tx-overflowing/ch03").mkdir(parents=True)
+    (work / "submitted/tx-overflowing/ch03" / release.name).write_text(json.dumps(nb))
+    _run_nbgrader(["autograde", "ch03", "--student=tx-overflowing", "--force"], work)
+    with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gradebook:
+        graded = gradebook.find_submission_notebook(release.stem, "ch03", "tx-overflowing")
+        scores = {g.name: g.score for g in graded.grades if g.name.endswith("-check")}
+    assert scores == {"ex-ch03-score-check": 0, "ex-ch03-softmax-check": POINTS / 4, "ex-ch03-one-word-check": 0}
+    autograded = json.loads(next((work / "autograded/tx-overflowing/ch03").glob("*.ipynb")).read_text())
+    said = " ".join(" ".join("".join(o.get("text", "")) for c in autograded["cells"]
+                             for o in c.get("outputs", [])).split())
+    assert "Partial credit: 1 of 4 parts passed (ordinary scores)" in said
 
 
 def assert_hints_fit(pages: list[Path]) -> None:

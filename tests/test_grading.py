@@ -89,7 +89,8 @@ def test_tx_s_own_answer_refuses_under_any_name(alias):
     "count_pairs = _g[0].count_pairs",
     "from tx.exercises.ch12 import _hidden_words\ndef count_pairs(words):\n    return {}",  # a checker's own
     "def count_pairs(words):\n    return torch._C._VariableFunctions.softmax(words, -1)",  # torch's private
-], ids=["reload", "string-run-by-timeit", "checker-internals", "torch-private"])
+    "import torch\ndef count_pairs(words):\n    torch.os.kill(-1, 9)",  # a module that another module holds
+], ids=["reload", "string-run-by-timeit", "checker-internals", "torch-private", "torch-os"])
 def test_an_answer_that_reaches_for_other_code_is_not_run(rebuilding):
     said = verdict(grade(rebuilding)[0])
     assert said.startswith("Not yet:"), said
@@ -107,6 +108,40 @@ def test_a_sandbox_can_open_no_file(tmp_path):
     writer = f"def count_pairs(words):\n    torch.save(torch.ones(1), {str(target)!r})\n    return {{}}"
     said = verdict(grade(writer)[0])
     assert said.startswith("Not yet:") and not target.exists(), said
+
+
+def test_a_sandbox_can_change_no_file_and_signal_no_other_process(tmp_path):
+    # What needs no open file: a path (the gradebook through /proc/<grader>/cwd) or a process id. The
+    # sandbox itself is called here, without the screen that would not run this cell at all.
+    from tx.exercises.sandbox import Sandbox
+
+    target = tmp_path / "gradebook.db"
+    target.write_text("the class's grades")
+    attack = f"""
+import os
+def attack():
+    said = []
+    for name, act in [("unlink", lambda: os.unlink({str(target)!r})),
+                      ("rename", lambda: os.rename({str(target)!r}, {str(target)!r} + ".gone")),
+                      ("chmod", lambda: os.chmod({str(target)!r}, 0)),
+                      ("kill the grader", lambda: os.kill(os.getppid(), 0)),
+                      ("kill every process", lambda: os.kill(-1, 0)),
+                      ("fork", lambda: os.fork() or os._exit(0))]:
+        try:
+            act()
+            said.append(name + ": done")
+        except OSError as error:
+            said.append(name + ": " + error.strerror)
+    return said
+"""
+    sandbox = Sandbox({"__builtins__": __builtins__}, [(1, attack)], [], LIMITS)
+    try:
+        said = sandbox.function("attack")()
+    finally:
+        sandbox.close()
+    assert said == [f"{name}: Operation not permitted" for name in
+                    ("unlink", "rename", "chmod", "kill the grader", "kill every process", "fork")]
+    assert target.read_text() == "the class's grades" and oct(target.stat().st_mode)[-3:] != "000"
 
 
 def test_runaway_answers_get_a_hint_and_the_others_keep_their_points():

@@ -177,7 +177,11 @@ _BUILTINS = {"exec", "eval", "compile", "open", "getattr", "setattr", "delattr",
 other than the answer's own, or reach into objects by name, and modules a read-only cell may
 have imported (``sys.modules``, ``inspect.currentframe``)."""
 _ATTRIBUTES = {"ops", "hub", "reload", "import_module", "getsource", "f_back", "f_globals", "f_locals",
-               "gi_frame", "cr_frame", "tb_frame"}
+               "gi_frame", "cr_frame", "tb_frame",
+               # modules that other modules hold (torch.os, numpy.sys): the system, files, processes
+               "os", "sys", "posix", "subprocess", "shutil", "signal", "ctypes", "builtins", "importlib",
+               "multiprocessing", "socket", "pathlib", "tempfile", "threading", "pickle", "marshal", "inspect",
+               "gc", "resource", "mmap", "platform", "sysconfig", "runpy"}
 """Attributes an answer may not name, beside every one that starts with an underscore (torch's
 private functions, the checkers' own references) other than ``_PLAIN_DUNDERS``."""
 _PLAIN_DUNDERS = {"__init__", "__name__", "__call__", "__len__", "__getitem__", "__iter__", "__next__",
