@@ -71,3 +71,70 @@ def test_every_module_is_on_one_api_page():
     # the index at the top of the API page lists its modules, in the page's order
     index = re.search(r"\.\. module-index::\n\n((?:   \S+\n)+)", pages["api"])
     assert index and index.group(1).split() == found["api"]
+
+
+def _api_modules() -> list[str]:
+    """The modules api.md documents, in its order."""
+    return re.findall(r"^\.\. automodule:: (\S+)", (BOOK / "api.md").read_text(encoding="utf-8"), re.M)
+
+
+def _sphinx_config() -> dict:
+    import yaml
+
+    return yaml.safe_load((BOOK / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]
+
+
+@pytest.fixture(scope="module")
+def api_html(tmp_path_factory) -> str:
+    """api.md's modules rendered by Sphinx's autodoc with the book's smart-quotes setting, as one page.
+
+    Only what this test needs of the book's configuration: the page's own directives
+    (_ext/book_site.py) and the theme are left out, the text of the docstrings is the same.
+    """
+    import io
+
+    from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace, patch_docutils
+
+    src = tmp_path_factory.mktemp("api")
+    conf = {"extensions": ["sphinx.ext.autodoc"], "autodoc_member_order": "bysource",
+            "autodoc_default_options": {"members": True}}
+    if "smartquotes_action" in _sphinx_config():
+        conf["smartquotes_action"] = _sphinx_config()["smartquotes_action"]
+    (src / "conf.py").write_text("".join(f"{k} = {v!r}\n" for k, v in conf.items()))
+    (src / "index.rst").write_text("API\n===\n\n" + "".join(f".. automodule:: {m}\n\n" for m in _api_modules()))
+    with patch_docutils(str(src)), docutils_namespace():
+        app = Sphinx(str(src), str(src), str(src / "html"), str(src / "doctrees"), "html",
+                     status=io.StringIO(), warning=io.StringIO())
+        app.build()
+    return (src / "html" / "index.html").read_text(encoding="utf-8")
+
+
+def test_command_lines_on_the_api_page_keep_their_double_dashes(api_html):
+    """``--beam`` in a docstring must not become "–beam" (an en dash): a copied command would fail."""
+    import html
+
+    text = html.unescape(re.sub(r"<[^>]+>", "", api_html))
+    options = set()
+    for module in _api_modules():
+        path = TX / Path(*module.split(".")[1:])
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(node):
+                options |= set(re.findall(r"(?<![\w-])--([a-z][\w-]*)", ast.get_docstring(node)))
+    assert {"beam", "runtime", "force", "quantize", "tsv"} <= options  # the usage lines are still found
+    dashed = sorted(o for o in options if f"\u2013{o}" in text or f"\u2014{o}" in text)
+    assert not dashed, f"options shown with an en or em dash on the API page: {dashed}"
+    for usage in ("[--beam K] [--runtime torch|onnx]", "[--force] [--quantize int8]"):
+        assert usage in text
+
+
+def test_indented_blocks_in_docstrings_are_literal(api_html):
+    """An indented formula or command after a plain paragraph is a block quote, its lines run
+    together; after ``::`` it is a literal block, each line its own."""
+    quotes = re.findall(r"<blockquote>(.*?)</blockquote>", api_html, re.S)
+    assert not quotes, f"block quotes on the API page (end the paragraph before with '::'): {quotes}"
+    blocks = [re.sub(r"<[^>]+>", "", block).splitlines()
+              for block in re.findall(r"<pre>(.*?)</pre>", api_html, re.S)]
+    formulas = ["PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))", "PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))"]
+    assert formulas in blocks, "the two positional-encoding formulas are no longer the two lines of one literal block"

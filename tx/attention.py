@@ -3,6 +3,8 @@
 Axes: Tq query positions, Tk key positions, Dk query/key size, Dv value size,
 n words, D embedding size. ``...`` stands for any leading axes (batch, heads).
 
+::
+
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V          (Vaswani et al. 2017, eq. 1)
 """
 

@@ -1,5 +1,7 @@
 """Export a checkpoint to ONNX, so that a web page (onnxruntime-web) or onnxruntime can run it.
 
+::
+
     python -m tx.export CHECKPOINT OUTDIR [--force] [--quantize int8]
 
 Axes: B batch, S source length, T target length, D d_model, V target vocabulary size,

@@ -3,7 +3,7 @@
 Axes: B batch, T sequence length, D d_model, V vocabulary size, L max_len.
 
 Attention treats its inputs as a set, so the order of words must be written into the
-vectors themselves. The paper (section 3.5) adds fixed sinusoids, not learned ones:
+vectors themselves. The paper (section 3.5) adds fixed sinusoids, not learned ones::
 
     PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))
     PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))

@@ -1,5 +1,7 @@
 """Translate with a trained checkpoint from the command line, one translation a line.
 
+::
+
     python -m tx.translate CHECKPOINT [SENTENCE ...] [--beam K] [--runtime torch|onnx]
 
 With no sentence on the command line it reads standard input, one sentence a line, and
