@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tx.exercises import CheckFailed
+from tx.exercises.grading import fingerprint
 from tx.exercises.course_check import RUNAWAY, STUDENTS, _run_nbgrader, check_course
 from tx.exercises.course import (
     BEGIN, END, MANIFEST, POINTS, answer_source, asks_in_words, assignment_id, course_files, main, write_course,
@@ -190,6 +191,21 @@ def test_the_course_s_variant_is_drawn_once_kept_and_never_in_a_release(tmp_path
     assert "c.GradeInIsolation.variant = 12345" in (other / "nbgrader_config.py").read_text()
     code, _, err = run([str(tmp_path / "bad"), "--variant", "0"])
     assert code == 2 and "--variant must be a whole number of at least 1" in err
+    # A config the teacher changed is kept, but the lines the course owns follow a re-run: the variant
+    # when one is given, and the tx it was written for.
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text().replace('tx_fingerprint = "', 'tx_fingerprint = "old-')
+                      + 'c.LateSubmissionPlugin.penalty_method = "zero"\n')
+    code, _, err = run([str(course), "--only", "ch03", "--variant", "777"])
+    assert code == 0 and variant() == 777 and 'penalty_method = "zero"' in config.read_text()
+    assert f'tx_fingerprint = "{fingerprint()}"' in config.read_text()
+    assert "kept nbgrader_config.py: you changed it; its tx_fingerprint and variant line updated" in err
+
+
+def test_an_answer_in_words_holds_the_book_s_solution_for_the_teacher_only(course):
+    nb = notebooks(course)["source/ch03/03_self_attention_vectors.ipynb"]
+    words = next(c for c in nb["cells"] if nbgrader(c)["grade_id"] == "ex-ch03-score-words")
+    assert "the scaled score is $1.5$" in source(words)  # the book's solution, in words
 
 
 def test_a_chapter_without_exercises_is_skipped_with_a_message(tmp_path):
@@ -266,6 +282,8 @@ def test_nbgrader_grades_a_class_as_a_teacher_would(tmp_path, half):
             if nbgrader(cell)["solution"] and cell["cell_type"] == "code":
                 assert "raise NotImplementedError()" in source(cell) and BEGIN not in source(cell), a
             assert "HIDDEN TESTS" not in source(cell) and "variant" not in source(cell), a
+            if nbgrader(cell)["solution"] and cell["cell_type"] == "markdown":  # an answer in words, empty
+                assert source(cell).strip() == "YOUR ANSWER HERE", a
         # What nbgrader's feedback shows under each check is the hint the learner edition gives.
         assert s.hints == hints_in_process(released), a
     if "ch03" in half:

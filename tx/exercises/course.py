@@ -39,13 +39,13 @@ from typing import Any
 from .course_check import BEGIN, END, check_course, report
 from .course_cells import (
     _nbgrader, _needed_cells, _top_level_names, _unbinding, _without_given_code, asks_in_words,
-    with_hidden_test, written_answer,
+    solution_text, with_hidden_test, written_answer,
 )
 from .course_environment import DOCKERFILE, course_requirements
 from .feedback import NO_MATHJAX
 from .grading import fingerprint
 from .learner import CHAPTERS, Written, write_keeping
-from .learner_notebook import _source, chapter_label, citations, equation_numbers, learner_notebook
+from .learner_notebook import _source, chapter_label, citations, equation_numbers, learner_notebook, to_markdown
 
 __all__ = [
     "MANIFEST", "POINTS", "BEGIN", "END", "assignment_id", "answer_source", "course_notebook", "course_files",
@@ -178,6 +178,11 @@ under it: it prints a line that starts with "Correct", or a hint. Each exercise 
 {points} point{s}; the autograder runs the same checks on what you submit, and again on inputs
 of its own, and gives each part of a check that passes its share of the points. The other
 cells are read-only.
+
+When it is graded, each answer runs on its own, apart from the checks. An answer cell that
+imports anything but Python's own `math`, `collections`, `itertools`, `functools` (and the
+like), `numpy`, `torch` and `tx`, or that uses `exec`, `eval`, `open`, `os` or `sys`, is not
+run and scores nothing; no exercise needs them. `nbgrader validate` does not check this.
 """
 
 SETUP_CELL = '''\
@@ -263,6 +268,13 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
             if asks_in_words(text):
                 in_words.add(label)
         cell.setdefault("metadata", {})[_LABEL] = label
+    # The book's solutions in words: the key to the answers in words, in the teacher's copy.
+    keys: dict[str, str] = {}
+    for cell in cells:
+        text = solution_text(cell)
+        if text:
+            label = cell["metadata"][_LABEL]
+            keys[label] = "\n\n".join(filter(None, [keys.get(label), to_markdown(text, equations, cites)]))
     for i in stubs:
         solution = next(j for j in range(i + 1, len(cells)) if "solution" in cells[j]["metadata"].get("tags", []))
         try:
@@ -306,7 +318,7 @@ def course_notebook(notebook: dict[str, Any], equations: dict[str, str], cites: 
             cell["metadata"]["nbgrader"] = _nbgrader(f"cell-{n}")
         out.append(cell)
         if "check" in tags and exercise in in_words:
-            out += written_answer(exercise, POINTS)
+            out += written_answer(exercise, POINTS, keys.get(exercise, ""))
     return {**learner, "cells": out}
 
 
@@ -377,7 +389,28 @@ def write_course(out_dir: str | Path, chapters: str | Path = CHAPTERS, only: lis
         raise ValueError(f"{out_dir} is a file, not a folder: choose a folder for the course.")
     skipped: list[str] = []
     files = course_files(chapters, only, skipped, variant if variant is not None else _variant_of(out_dir))
-    return write_keeping(out_dir, files, MANIFEST, force), skipped
+    done = write_keeping(out_dir, files, MANIFEST, force)
+    if out_dir / "nbgrader_config.py" in done.kept:
+        updated = _update_kept_config(out_dir / "nbgrader_config.py", files["nbgrader_config.py"].decode(),
+                                      variant is not None)
+        if updated:
+            done.why["nbgrader_config.py"] = f"you changed it; its {' and '.join(updated)} line updated"
+    return done, skipped
+
+
+def _update_kept_config(config: Path, new: str, variant: bool) -> list[str]:
+    """In a config the teacher changed, the lines the course owns set as in ``new``: the tx it was
+    written for, and the variant when one was given. The names of the lines changed."""
+    text, changed = config.read_text(encoding="utf-8"), []
+    for name in ("tx_fingerprint",) + (("variant",) if variant else ()):
+        line = re.compile(rf"^c\.GradeInIsolation\.{name} = .*$", re.M)
+        wanted = line.search(new)
+        if wanted and line.search(text) and line.search(text).group(0) != wanted.group(0):
+            text = line.sub(lambda _: wanted.group(0), text, count=1)
+            changed.append(name)
+    if changed:
+        config.write_text(text, encoding="utf-8")
+    return changed
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m tx.exercises course") -> None:

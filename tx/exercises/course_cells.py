@@ -12,7 +12,8 @@ from typing import Any
 from .learner_notebook import _source
 from .sandbox import python_code
 
-__all__ = ["asks_in_words", "written_answer", "with_hidden_test", "WRITTEN_PROMPT", "WRITTEN_SOLUTION"]
+__all__ = ["asks_in_words", "written_answer", "with_hidden_test", "solution_text", "WRITTEN_PROMPT",
+           "WRITTEN_SOLUTION"]
 
 
 class _Names(ast.NodeVisitor):
@@ -148,18 +149,28 @@ in a few sentences (equations in LaTeX between dollar signs are welcome): it is 
 hand, worth {points} point{s}."""
 
 WRITTEN_SOLUTION = """\
-The book's solution to this exercise, folded under it on the website, answers the question;
-grade by it. (nbgrader shows students `YOUR ANSWER HERE` in this cell.)"""
+**The book's solution, to grade by** (nbgrader shows students `YOUR ANSWER HERE` in this cell):
+
+{key}"""
+
+_SOLUTION_TEXT = re.compile(r"^[`:]{3,}\{solution-start\}[^\n]*\n(?:[ \t]*:[^\n]*\n)*[`:]{3,}[ \t]*\n?(.*)\Z", re.S)
 
 
-def written_answer(exercise: str, points: int) -> list[dict[str, Any]]:
-    """The two cells of an exercise's answer in words: the prompt (read-only) and a manually graded answer."""
+def solution_text(cell: dict[str, Any]) -> str | None:
+    """The text of a solution-start cell (what the book's solution says in words), else None."""
+    found = _SOLUTION_TEXT.match(_source(cell).lstrip()) if cell["cell_type"] == "markdown" else None
+    return found.group(1).strip() if found else None
+
+
+def written_answer(exercise: str, points: int, key: str) -> list[dict[str, Any]]:
+    """The two cells of an exercise's answer in words: the prompt (read-only) and a manually graded
+    answer, which in the teacher's copy holds ``key``, the book's solution in words."""
     prompt = {"cell_type": "markdown", "id": f"{exercise}-words-prompt"[:64],
               "metadata": {"nbgrader": _nbgrader(f"{exercise}-words-prompt")},
               "source": WRITTEN_PROMPT.format(points=points, s="" if points == 1 else "s")}
     answer = {"cell_type": "markdown", "id": f"{exercise}-words"[:64],
               "metadata": {"nbgrader": _nbgrader(f"{exercise}-words", solution=True, grade=True, points=points)},
-              "source": WRITTEN_SOLUTION}
+              "source": WRITTEN_SOLUTION.format(key=key or "(The book's solution is code only: see the answer cell.)")}
     return [prompt, answer]
 
 
