@@ -9,7 +9,9 @@ process serves them all. The whole course, through nbgrader, is tests/test_cours
 from __future__ import annotations
 
 import io
+import os
 import pickle
+import tempfile
 
 import pytest
 import torch
@@ -139,6 +141,9 @@ def attack():
         said = sandbox.function("attack")()
     finally:
         sandbox.close()
+    # the folder it worked in, which it could not remove itself, is gone with it (a class of 100 left
+    # thousands behind before)
+    assert sandbox.work.startswith(tempfile.gettempdir()) and not os.path.exists(sandbox.work)
     assert said == [f"{name}: Operation not permitted" for name in
                     ("unlink", "rename", "chmod", "kill the grader", "kill every process", "fork")]
     assert target.read_text() == "the class's grades" and oct(target.stat().st_mode)[-3:] != "000"

@@ -37,6 +37,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -306,7 +307,8 @@ def _zygote() -> None:
     protocol = os.fdopen(os.dup(1), "w")
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)
-    os.chdir(tempfile.mkdtemp(prefix="tx-grader-"))
+    work = tempfile.mkdtemp(prefix="tx-grader-")
+    os.chdir(work)
     import torch
 
     torch.set_num_threads(1)
@@ -339,6 +341,7 @@ def _zygote() -> None:
         os.waitpid(pid, 0)
         protocol.write((data.decode() if data else json.dumps({"error": "the grader's process stopped"})) + "\n")
         protocol.flush()
+    shutil.rmtree(work, ignore_errors=True)  # nbgrader closed the pipe: the class is graded
 
 
 class _Zygote:

@@ -15,6 +15,7 @@ import io
 import linecache
 import os
 import pickle
+import shutil
 import signal
 import socket
 import struct
@@ -212,7 +213,8 @@ def _run_cell(namespace: dict[str, Any], source: str, name: str) -> tuple[str, s
 
 
 def _serve(connection: socket.socket, namespace: dict[str, Any], answers: list[tuple[int, str]],
-           forbidden: list[tuple[list[tuple[Any, str]], str]], limits: Limits, report_each: bool) -> None:
+           forbidden: list[tuple[list[tuple[Any, str]], str]], limits: Limits, report_each: bool,
+           work: str) -> None:
     """The sandbox's life: limits, then the forbidding, then the student's cells, then calls until the end."""
     import torch
 
@@ -223,8 +225,7 @@ def _serve(connection: socket.socket, namespace: dict[str, Any], answers: list[t
     for fd in (0, 1) if os.environ.get("TX_GRADING_DEBUG") else (0, 1, 2):
         os.dup2(null, fd)
     torch.set_num_threads(1)
-    work = tempfile.mkdtemp(prefix="tx-sandbox-")
-    os.chdir(work)
+    os.chdir(work)  # a folder of its own, which the grader removes (the sandbox itself can remove nothing)
     for name in _MODULES + _PRELOADED:  # what an answer may import, and what a check's arguments need
         # (a pickled SubwordVocab needs tokenizers), imported while files can still be opened
         with contextlib.suppress(ImportError):
@@ -309,6 +310,7 @@ class Sandbox:
                  forbidden: list[tuple[list[tuple[Any, str]], str]], limits: Limits,
                  report_each: bool = False) -> None:
         self.limits, self.deadline = limits, time.monotonic() + limits.timeout
+        self.work = tempfile.mkdtemp(prefix="tx-sandbox-")
         self.failure: str | None = None
         self.cells: dict[int, tuple[str, str | None]] = {}
         ours, theirs = socket.socketpair()
@@ -319,7 +321,7 @@ class Sandbox:
             code = 0
             try:
                 ours.close()
-                _serve(theirs, dict(namespace), answers, forbidden, limits, report_each)
+                _serve(theirs, dict(namespace), answers, forbidden, limits, report_each, self.work)
             except BaseException:  # noqa: BLE001 - the grader sees the connection close
                 code = 1
                 if os.environ.get("TX_GRADING_DEBUG"):  # the sandbox's own failure, for tx's developers
@@ -484,3 +486,4 @@ class Sandbox:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self.pid, 0)
             self.pid = 0
+        shutil.rmtree(self.work, ignore_errors=True)
