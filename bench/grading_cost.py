@@ -5,7 +5,8 @@
 For each assignment of the course (written from chapters/ into a temporary folder), the
 grader's process for it starts once (``start_s``: the assignment's read-only cells, torch and
 tx imported) and then grades ``--repeat`` submissions with the instructor's solutions, the
-dearest kind (every check runs to the end; a wrong answer stops at its first failure):
+dearest kind (every check runs to the end, its hidden tests on the course's own inputs
+included; a wrong answer stops at its first failure):
 ``solved_s`` is their mean wall time on one thread, about the CPU time the grader and its
 sandboxes use, as they take turns. nbgrader's own work per notebook comes on top and is not
 measured here. Run it on a quiet machine (OMP_NUM_THREADS=1, as `make course` runs).
@@ -58,7 +59,13 @@ from tx.exercises.grading import Limits, grade_cells
 release = json.loads(next(Path({str(work)!r}, "course/release/{a}").glob("*.ipynb")).read_text())
 source = json.loads(next(Path({str(work)!r}, "course/source/{a}").glob("*.ipynb")).read_text())
 nb = cc._submission(release, cc._exercises(release, source), cc.SOLVED)
-cells = [dict(index=i, role=_role(c), source="".join(c["source"])) for i, c in enumerate(nb["cells"])
+# a check runs as the gradebook holds it, its hidden tests (the course's own inputs) included
+teachers = {{c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in source["cells"]
+            if c["cell_type"] == "code" and c["metadata"].get("nbgrader", dict()).get("grade")}}
+def _source(cell):
+    meta = cell["metadata"].get("nbgrader", dict())
+    return teachers[meta["grade_id"]] if meta.get("grade") else "".join(cell["source"])
+cells = [dict(index=i, role=_role(c), source=_source(c), points=1.0) for i, c in enumerate(nb["cells"])
          if c["cell_type"] == "code"]
 def cpu():
     u, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -116,10 +116,10 @@ c.HTMLExporter.extra_template_basedirs = [
 # executes the notebook there (it does not grade in isolation; its checks are the book's).
 c.ExecutePreprocessor.timeout = {timeout:g}
 '''
-SLOWEST_SOLUTION = 3.0
-"""Seconds: the book's solutions to the slowest assignment, all its exercises, graded in isolation
-on the book's 2-core test machine (ch14's, 2.6 s in bench/grading_cost.json, bench/README.md
-"Grading a class"), rounded up: one exercise takes less."""
+SLOWEST_SOLUTION = 4.0
+"""Seconds: the book's solutions to the slowest assignment, all its exercises and their hidden
+tests, graded in isolation on the book's 2-core test machine (ch14's, 3.2 s in
+bench/grading_cost.json, bench/README.md "Grading a class"), rounded up: one exercise takes less."""
 TIMEOUT_FACTOR = 10
 MEMORY_MB = 2048
 
