@@ -138,7 +138,7 @@ def main() -> None:
             print("\n[1/3] PyTorch, CPU build")
             pip("--require-hashes", "--no-deps", "-r", str(torch_only), *(["--index-url", index] if index else []))
         print("\n[2/3] The other packages (JupyterLab, numpy, matplotlib, ...), from PyPI")
-        pip("--require-hashes", "-r", str(LOCK))
+        pip("--require-hashes", "--no-deps", "-r", str(LOCK))  # the lock has every package (make lock)
     else:
         print(f"{LOCK.name} is for Linux x86-64 and Python 3.11; this is {platform.system()} {platform.machine()} "
               f"with Python {platform.python_version()}, so the versions come from {UNLOCKED.name}, unlocked.")

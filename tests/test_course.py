@@ -398,5 +398,5 @@ def test_the_course_writes_its_environment_from_the_book_s_locks(course):
         assert pin == book[name][0].split("\n")[0].split(" ")[0], name  # the version the book was tested with
         assert "--hash=sha256:" in block, name
     docker = course["Dockerfile"].decode()
-    assert "--require-hashes -r /tmp/requirements.txt" in docker and "tx-*.whl" in docker
+    assert "--require-hashes --no-deps -r /tmp/requirements.txt" in docker and "tx-*.whl" in docker
     assert "FROM python:3.11" in docker

@@ -53,7 +53,7 @@ def course_requirements(root: Path) -> str:
     chosen.update({name: book[name][0] for name in needed if name not in chosen})
     head = ("# The course's environment, for students and grader alike: the learner edition's packages\n"
             "# (requirements-learner.lock) and nbgrader's (requirements.lock), each pinned with its hashes.\n"
-            "# pip install --require-hashes -r requirements.txt "
+            "# pip install --require-hashes --no-deps -r requirements.txt "
             "--extra-index-url https://download.pytorch.org/whl/cpu\n"
             "# then tx from the learner edition's wheel: pip install --no-deps tx-*.whl\n")
     return head + "\n".join(chosen[name] for name in sorted(chosen)) + "\n"
@@ -66,7 +66,7 @@ DOCKERFILE = """\
 #   docker build -t transformer-course .
 FROM python:3.11-slim
 COPY requirements.txt /tmp/requirements.txt
-RUN pip install --no-cache-dir --require-hashes -r /tmp/requirements.txt \\
+RUN pip install --no-cache-dir --require-hashes --no-deps -r /tmp/requirements.txt \\
         --extra-index-url https://download.pytorch.org/whl/cpu
 COPY tx-*.whl /tmp/
 RUN pip install --no-cache-dir --no-deps /tmp/tx-*.whl && rm /tmp/tx-*.whl /tmp/requirements.txt
