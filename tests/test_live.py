@@ -31,7 +31,7 @@ def test_the_block_carries_what_the_page_script_and_the_tests_read():
     assert block.translations == tx.evaluate.translate(ck.model, examples, ck.src_vocab, ck.tgt_vocab,
                                                        length_margin=tx.decoding.LENGTH_MARGIN)
     assert "<i>je suis étudiant</i> → i am a student" in page  # what Jupyter shows
-    assert f"The {len(ck.src_vocab) - 4} French words" in page and ", étudiant," in page
+    assert f"The {len(ck.src_vocab) - 4} French words this model knows" in page and ", étudiant," in page
     assert page.count('<option value="') == len(examples) + ck.model.config.n_layers + ck.model.config.n_heads + 1
     bundle = block._repr_mimebundle_()
     assert "je suis étudiant -> i am a student" in bundle["text/plain"]

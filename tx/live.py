@@ -51,6 +51,11 @@ LIVE_DIR_ENV = "TX_LIVE_DIR"  # set by the book's build: the folder whose tx-liv
 _SERIAL = iter(range(1, 1 << 30))
 
 
+def _kinds(known: list[str]) -> str:
+    """"words and marks" where a word vocabulary holds punctuation, else "words" (the grammar's has none)."""
+    return "words" if all(w.replace("'", "").isalpha() or w[:1] + w[-1:] == "<>" for w in known) else "words and marks"
+
+
 def _layer_options(layers: int) -> str:
     """A layer menu's options, the last layer chosen."""
     return "".join(f'<option value="{i}"{" selected" if i == layers - 1 else ""}>layer {i + 1}</option>'
@@ -91,7 +96,7 @@ class Translator:
             return (f"<p>The model reads any text, cut into pieces from a vocabulary of {self.subwords:,} "
                     "subwords; words it never saw are spelled out of smaller pieces.</p>")
         words = ", ".join(html.escape(w) for w in self.known)
-        return (f'<details class="tx-live-words"><summary>The {len(self.known)} French words and marks this '
+        return (f'<details class="tx-live-words"><summary>The {len(self.known)} French {_kinds(self.known)} this '
                 f"model knows (any other word reads as &lt;unk&gt;)</summary><p>{words}</p></details>")
 
     def to_html(self) -> str:
@@ -220,9 +225,7 @@ class Generator:
         layers, heads = _layer_options(self.layers), _head_options(self.heads)
         static = "".join(f"<li>{_continuation_html(read, written)}</li>" for read, written in self.parts)
         words = ", ".join(html.escape(w) for w in self.known)
-        # "words and marks" only where the vocabulary holds marks (the grammar's has none)
-        kinds = "words" if all(w.replace("'", "").isalpha() or w[:1] + w[-1:] == "<>"
-                               for w in self.known) else "words and marks"
+        kinds = _kinds(self.known)
         return f"""<div class="tx-live" id="{uid}" data-live-model="generate" data-model="{html.escape(self.name)}" data-max-new-tokens="{self.max_new_tokens}">
 <form class="tx-live-form" hidden>
 <label for="{uid}-text">English prompt</label>
