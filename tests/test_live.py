@@ -37,6 +37,16 @@ def test_the_block_carries_what_the_page_script_and_the_tests_read():
     assert "je suis étudiant -> i am a student" in bundle["text/plain"]
 
 
+def test_the_block_lists_the_kinds_of_sentence_the_model_learnt():
+    # chapter 1's block: a sentence of known words in another shape comes out wrong, so it says which
+    shapes = tx.grammar.sentence_shapes()
+    assert len(shapes) == 6 and {fr for _, fr, _ in shapes} <= {fr for fr, _ in tx.grammar.grammar_pairs()}
+    page = tx.live.translator(BOOK_MODEL, examples=["merci"], shapes=shapes).to_html()
+    assert "The 6 kinds of sentence it learnt" in page
+    assert "a set phrase: <i>au revoir</i> (goodbye)" in page
+    assert "kinds of sentence" not in tx.live.translator(BOOK_MODEL, examples=["merci"]).to_html()
+
+
 def test_a_subword_model_names_its_vocabulary_instead_of_listing_words():
     block = tx.live.translator(REAL_MODEL, examples=["Tom est fatigué."])
     assert 'data-model="fr_en_real"' in block.to_html() and "subwords" in block.to_html()

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from .checks import check_int
 from .tokens import Pair, detokenize, tokenize
 
-__all__ = ["PHRASES", "RUNNING_EXAMPLES", "grammar_pairs", "generate_pairs"]
+__all__ = ["PHRASES", "RUNNING_EXAMPLES", "grammar_pairs", "generate_pairs", "sentence_shapes"]
 
 # A French sentence is built as a list of tokens from the tables below; its English
 # translation is built alongside it by the same choices, so the corpus is a function
@@ -394,6 +394,21 @@ def _template_pools() -> tuple[tuple[Pair, ...], ...]:
             pool.append((fr, en))
         pools.append(tuple(pool))
     return tuple(pools)
+
+
+_SHAPES = {
+    _template_phrases: "a set phrase",
+    _template_noun_phrase: "a noun phrase on its own",
+    _template_be_profession: "someone is, or is not, a profession",
+    _template_be_adjective: "someone or something is, or is not, an adjective",
+    _template_pronoun_verb_object: "a pronoun, a verb, maybe negated, and its object (with or without an adjective)",
+    _template_noun_verb_object: "a noun, a verb, maybe negated, and its object (no adjective)",
+}
+
+
+def sentence_shapes() -> list[tuple[str, str, str]]:
+    """``(the shape in words, a French example, its English)`` for each kind of sentence the grammar makes."""
+    return [(_SHAPES[template], *pool[len(pool) // 2]) for template, pool in zip(_TEMPLATES, _template_pools())]
 
 
 def grammar_pairs() -> list[Pair]:

@@ -71,7 +71,8 @@ def _head_options(heads: int) -> str:
 class Translator:
     """A live translator block for one checkpoint; display it (last line of a cell) to show it."""
 
-    def __init__(self, checkpoint: str | os.PathLike, examples: Sequence[str], name: str | None = None):
+    def __init__(self, checkpoint: str | os.PathLike, examples: Sequence[str], name: str | None = None,
+                 shapes: Sequence[tuple[str, str, str]] = ()):
         from . import checkpoint as ckpt
         from . import evaluate
 
@@ -83,6 +84,7 @@ class Translator:
             raise ValueError(f"{path} holds a model without its vocabularies; use a checkpoint written by python -m tx.train.")
         self.name = name or path.stem  # the folder under _static/tx-live/ that the build exports it to
         self.examples = list(examples)
+        self.shapes = list(shapes)  # (shape, French, English): the kinds of sentence it learnt
         # as the page decodes: at most the source's length + LENGTH_MARGIN tokens (tx.export's manifest says so)
         self.translations = evaluate.translate(ck.model, self.examples, ck.src_vocab, ck.tgt_vocab,
                                                length_margin=LENGTH_MARGIN)
@@ -96,8 +98,15 @@ class Translator:
             return (f"<p>The model reads any text, cut into pieces from a vocabulary of {self.subwords:,} "
                     "subwords; words it never saw are spelled out of smaller pieces.</p>")
         words = ", ".join(html.escape(w) for w in self.known)
-        return (f'<details class="tx-live-words"><summary>The {len(self.known)} French {_kinds(self.known)} this '
-                f"model knows (any other word reads as &lt;unk&gt;)</summary><p>{words}</p></details>")
+        known = (f'<details class="tx-live-words"><summary>The {len(self.known)} French {_kinds(self.known)} this '
+                 f"model knows (any other word reads as &lt;unk&gt;)</summary><p>{words}</p></details>")
+        if not self.shapes:
+            return known
+        shapes = "".join(f"<li>{html.escape(shape)}: <i>{html.escape(fr)}</i> ({html.escape(en)})</li>"
+                         for shape, fr, en in self.shapes)
+        return known + (f'<details class="tx-live-words"><summary>The {len(self.shapes)} kinds of sentence it '
+                        "learnt (others, even of known words, may come out wrong)</summary>"
+                        f"<ul>{shapes}</ul></details>")
 
     def to_html(self) -> str:
         """The block: the live form (hidden until tx-live.js runs) and tx's own translations."""
@@ -129,9 +138,12 @@ Here, tx's own translations of its examples:</p><ul>{static}</ul></div>
         return {"text/plain": text, "text/html": self.to_html()}
 
 
-def translator(checkpoint: str | os.PathLike, examples: Sequence[str], name: str | None = None) -> Translator:
-    """A live translator block for ``checkpoint`` offering ``examples``; see :class:`Translator`."""
-    return Translator(checkpoint, examples, name)
+def translator(checkpoint: str | os.PathLike, examples: Sequence[str], name: str | None = None,
+               shapes: Sequence[tuple[str, str, str]] = ()) -> Translator:
+    """A live translator block for ``checkpoint`` offering ``examples``, listing the kinds of sentence
+    it learnt (``shapes``: shape, French, English; :func:`tx.grammar.sentence_shapes`); see
+    :class:`Translator`."""
+    return Translator(checkpoint, examples, name, shapes)
 
 
 def _live_dir(name: str) -> Path | None:
