@@ -436,6 +436,21 @@ def test_stack_diagram_boxes_and_memory_arrows():
         viz.stack_diagram(0, 6)
 
 
+def test_layer_diagram_wraps_every_sub_layer_in_add_and_norm():
+    ax = viz.layer_diagram()
+    texts = [t.get_text() for t in ax.texts]
+    boxes = [t for t in texts if t in {"Self-Attention", "Masked Self-Attention", "Encoder-Decoder Attention",
+                                         "Feed Forward", "Add & Norm"}]
+    # encoder: 2 sub-layers, decoder: 3, each followed by its Add & Norm
+    assert boxes == ["Self-Attention", "Add & Norm", "Feed Forward", "Add & Norm",
+                     "Masked Self-Attention", "Add & Norm", "Encoder-Decoder Attention", "Add & Norm",
+                     "Feed Forward", "Add & Norm"]
+    green, blue = to_rgba("tab:green"), to_rgba("tab:blue")
+    arrows = [a.arrow_patch for a in ax.texts if getattr(a, "arrow_patch", None)]
+    assert sum(to_rgba(a.get_edgecolor()) == green for a in arrows) == 5  # one residual per sub-layer
+    assert sum(to_rgba(a.get_edgecolor()) == blue for a in arrows) == 1  # into the cross-attention
+
+
 def test_positional_encoding_heatmap_ticks_whole_positions():
     from tx import positional_encoding
 
@@ -555,6 +570,7 @@ def _wide_inputs():
                                                          [f"w{i}" for i in range(20)]),
         "beam_search_tree": lambda: viz.beam_search_tree(trace, VOCAB),
         "stack_diagram": lambda: viz.stack_diagram(6, 6),
+        "layer_diagram": lambda: viz.layer_diagram(),
         "probability_grid": lambda: viz.probability_grid(
             [torch.full((20,), 0.05)] * 7, [f"w{i}" for i in range(20)], [f"step {t}" for t in range(7)],
             top_k=5),

@@ -44,7 +44,7 @@ from __future__ import annotations
 from .attention_maps import attention_grid, attention_heatmap
 from .circles import pair_circles
 from .decoding_trees import beam_search_tree, probability_bars
-from .diagrams import stack_diagram
+from .diagrams import layer_diagram, stack_diagram
 from .grids import probability_grid, share_scale, vector_panels
 from .source import show_source
 from .style import (
@@ -81,6 +81,7 @@ __all__ = [
     "probability_grid",
     "beam_search_tree",
     "stack_diagram",
+    "layer_diagram",
     "markdown_table",
 ]
 
