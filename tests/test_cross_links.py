@@ -31,11 +31,7 @@ MENTION = re.compile(
 NOT_PROSE = {"code-cell", "code-block", "code", "math", "eval-rst", "literalinclude", "mermaid"}
 
 # Mentions left unlinked, each with why; an entry whose text is gone fails the test.
-ALLOWED = {
-    # teachers.md is being rewritten for the course (issue 48) by another hand; when its
-    # list of assignments links the appendix, this entry goes.
-    "teachers.md": ["`a1` for the appendix"],
-}
+ALLOWED: dict[str, list[str]] = {}
 
 _md = create_md_parser(MdParserConfig(enable_extensions=EXTENSIONS), RendererHTML)
 
