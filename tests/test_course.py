@@ -365,7 +365,7 @@ def test_the_teachers_page_quotes_what_the_grader_gives_a_wrong_softmax():
              {"index": 1, "role": "answer", "source": answer},
              {"index": 2, "role": "check", "source": with_hidden_test("tx.exercises.ch03.check_softmax(softmax)"),
               "points": POINTS}]
-    outputs = grade_cells(cells, Limits(timeout=10, memory_mb=512))[2]
+    outputs = grade_cells(cells, Limits(timeout=120, memory_mb=512))[2]
     shown = "".join(o.get("text", "") for o in outputs if o["output_type"] == "stream")
     assert " ".join(quoted.split()) == " ".join(shown.split())
     score = next(o["data"]["text/plain"] for o in outputs if o["output_type"] == "execute_result")

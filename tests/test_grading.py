@@ -29,10 +29,13 @@ def count_pairs(words):
             counts[pair] = counts.get(pair, 0) + n
     return counts
 '''
-LIMITS = Limits(timeout=3, memory_mb=256)
+# Room that no load reaches, for the tests of what is graded; the runaway test has its own short limit.
+LIMITS = Limits(timeout=60, memory_mb=256)
+RUNAWAY = Limits(timeout=3, memory_mb=256)
 
 
-def grade(*answers: str, checks: tuple[str, ...] = (CHECK,), points: float | None = None) -> list[list[dict]]:
+def grade(*answers: str, checks: tuple[str, ...] = (CHECK,), points: float | None = None,
+          limits: Limits = LIMITS) -> list[list[dict]]:
     """The outputs of each check cell, the answers in the cells before them (one check per answer, or all
     the checks after all the answers); each check worth ``points``."""
     cells = [{"index": 0, "role": "given", "source": GIVEN}]
@@ -40,7 +43,7 @@ def grade(*answers: str, checks: tuple[str, ...] = (CHECK,), points: float | Non
         cells.append({"index": len(cells), "role": "answer", "source": answer})
     for check in checks:
         cells.append({"index": len(cells), "role": "check", "source": check, "points": points})
-    outputs = grade_cells(cells, LIMITS)
+    outputs = grade_cells(cells, limits)
     return [outputs[c["index"]] for c in cells if c["role"] == "check"]
 
 
@@ -157,7 +160,7 @@ def test_runaway_answers_get_a_hint_and_the_others_keep_their_points():
                   "vocab.encode(s, add_bos=False, add_eos=False)]\n    return ids.count(vocab.unk_id) / len(ids)")
     checks = (CHECK, "tx.exercises.ch12.check_merge_pair(merge_pair)",
               "tx.exercises.ch12.check_unknown_rate(unknown_rate)")
-    said = [verdict(o) for o in grade(loop, hog, stuck, right_rate, checks=checks)]
+    said = [verdict(o) for o in grade(loop, hog, stuck, right_rate, checks=checks, limits=RUNAWAY)]
     assert "did not finish within 3 s" in said[0], said[0]
     assert "memory" in said[1], said[1]
     assert said[2].startswith("Correct:"), said[2]  # the cell that never ends was left out, not the notebook

@@ -2,10 +2,9 @@
 
 Axes: Tq query positions, Tk key positions, Dk query/key size, Dv value size,
 n words, D embedding size. ``...`` stands for any leading axes (batch, heads).
+Equation 1 of Vaswani et al. (2017)::
 
-::
-
-    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V          (Vaswani et al. 2017, eq. 1)
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 ::
 
-    python -m tx.translate CHECKPOINT [SENTENCE ...] [--beam K] [--runtime torch|onnx]
+    python -m tx.translate CHECKPOINT [SENTENCE ...]
+        [--beam K] [--runtime torch|onnx]
 
 With no sentence on the command line it reads standard input, one sentence a line, and
 writes one line for each, in the same order (an empty line stays empty). The checkpoint is
