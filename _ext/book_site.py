@@ -28,7 +28,8 @@ A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_exte
   out, so no page shows an empty link (``repository_links``).
 * Under every chapter's "Exercises" heading, links to the learner edition's zip (served at
   the site's root) and says how long the chapter's Run All took on the CI machine, read from
-  ``bench/run_all_times.json``; a chapter that took over two minutes says so under its title.
+  ``bench/run_all_times.json``, and that this was measured apart from the page's build (when,
+  on what CPU); a chapter that took over two minutes says so under its title.
 * Numbers an appendix's figures, tables and exercises A1.1, A1.2, ... (``appendix_numbers``):
   its part of the table of contents is not numbered, and Sphinx would count them 1, 2, ...,
   which read as chapter 1's.
@@ -246,13 +247,37 @@ def widget_alt_text(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 
 LEARNER_ZIP = "learner-edition.zip"  # `make book` copies it to the site's root
+MONTHS = ("January February March April May June July August September October November "
+          "December").split()
+
+
+def measured_apart(times: dict) -> str:
+    """What a Run All time covers, when and on what it was measured: it is not the build's own.
+
+    "That is the whole notebook, first cell to last, timed on 26 November 2026 (CPU: ...),
+    separately from the build of this page: ...", from ``bench/run_all_times.json``'s
+    ``measured`` and ``machine``; "" when it records neither. A reader who sees a time the page
+    printed as it was built (a training cell's) beside the Run All time must not take them for
+    one machine's figures.
+    """
+    day = re.match(r"(\d{4})-(\d{2})-(\d{2})", str(times.get("measured", "")))
+    cpu = str(times.get("machine", {}).get("cpu") or "").strip()
+    if day is None and not cpu:
+        return ""
+    year, month, date = (int(n) for n in day.groups()) if day else (0, 0, 0)
+    when = f" on {date} {MONTHS[month - 1]} {year}" if day and 1 <= month <= 12 else ""
+    on = f" (CPU: {cpu})" if cpu else ""
+    return (f"That is the whole notebook, first cell to last, timed{when}{on}, separately from the "
+            "build of this page: a time the page itself prints, such as a training cell's, comes "
+            "from the machine that built the page")
 
 
 def learner_edition_notes(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     """Under a chapter's "Exercises" heading, a link to the learner edition and the chapter's Run All time.
 
     The time is read from ``bench/run_all_times.json`` (``bench/run_all_times.py`` measures it
-    on the CI machine); a chapter that took over two minutes also says so under its title. A
+    on the CI machine), with when and on what CPU it was measured (:func:`measured_apart`); a
+    chapter that took over two minutes also says so under its title. A
     chapter with exercises but no measured time is a warning, which fails the strict build.
     """
     if not docname.startswith("chapters/") or app.builder.format != "html":
@@ -265,6 +290,11 @@ def learner_edition_notes(app: Sphinx, doctree: nodes.document, docname: str) ->
     times = run_all_times(Path(app.confdir, app.config.book_site_run_all_times))
     sentence = run_all_sentence(name, times, subject="Run All of this chapter's notebook")
     slow = slow_note(name, times, what="This chapter's notebook")
+    apart = measured_apart(times)
+    if sentence and apart:
+        sentence = f"{sentence}. {apart}"
+    if slow and apart:
+        slow = f"{slow} {apart}."
     href = html.escape(relative_uri(app.builder.get_target_uri(docname), LEARNER_ZIP))
     for section in doctree.findall(nodes.section):
         title = section.next_node(nodes.title)
