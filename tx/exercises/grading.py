@@ -34,10 +34,12 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import importlib
 import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -280,8 +282,10 @@ def grade_notebook(cells: list[dict[str, Any]], namespace: dict[str, Any], limit
 
 
 # ------------------------------------------------------------------------------ the class
-# One process per assignment notebook runs its given (read-only) cells once, then forks a grader
-# for each student's notebook: a class of a hundred pays for importing torch and tx once.
+# One process per nbgrader command (the *master*) imports torch and what the checks need, once;
+# it forks a grader for each assignment notebook, which runs the notebook's given (read-only)
+# cells once and then forks a grader for each student's notebook: a class of a hundred, and a
+# course of fifteen assignments, pay for importing torch once (about 7 CPU-s with the rest).
 
 
 def fingerprint() -> str:
@@ -302,18 +306,58 @@ def fingerprint() -> str:
     return f"{release}+{digest.hexdigest()[:12]}"
 
 
-def _zygote() -> None:
-    """``python -m tx.exercises.grading``: run the given cells sent on stdin, then grade each notebook sent."""
-    protocol = os.fdopen(os.dup(1), "w")
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 1)
-    work = tempfile.mkdtemp(prefix="tx-grader-")
-    os.chdir(work)
+def _master(channel: socket.socket) -> None:
+    """``python -m tx.exercises.grading FD``: on each request read from ``channel``, fork a grader
+    for one assignment notebook and send nbgrader its end of a new connection (SCM_RIGHTS)."""
+    os.dup2(os.open(os.devnull, os.O_RDWR), 1)
+    import matplotlib.pyplot  # noqa: F401 - the chapters' first cell imports it
     import torch
 
+    # Modules torch imports on first use, which every grader would otherwise import again:
+    # Adam's constructor imports torch._dynamo, broadcasting shapes in torch._refs imports
+    # symbolic_shapes (and sympy); and what a sandbox imports before it runs an answer.
+    import torch._dynamo  # noqa: F401
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401
+
+    import tx.exercises  # noqa: F401
+    from .sandbox import _MODULES, _PRELOADED
+
+    for name in _MODULES + _PRELOADED:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
     torch.set_num_threads(1)
+    requests = channel.makefile("r")
+    for _ in requests:  # one line a grader
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            requests.close()
+            channel.close()
+            ours.close()
+            try:
+                _zygote(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+        socket.send_fds(channel, [b"g"], [ours.fileno()])
+        ours.close()
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:  # graders that have ended
+                pass
+    with contextlib.suppress(ChildProcessError):
+        while True:
+            os.wait()
+
+
+def _zygote(connection: socket.socket) -> None:
+    """A grader for one assignment notebook: run the given cells it is sent, then grade each notebook sent."""
+    import torch
+
+    reader, protocol = connection.makefile("r"), connection.makefile("w")
+    work = tempfile.mkdtemp(prefix="tx-grader-")
+    os.chdir(work)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
-    given = json.loads(sys.stdin.readline())
+    given = json.loads(reader.readline())
     outputs = {}
     for cell in given:
         printed, error = _run_cell(namespace, cell["source"], f"<cell {cell['index']}>")
@@ -321,7 +365,7 @@ def _zygote() -> None:
     torch.set_num_threads(1)
     protocol.write(json.dumps({"given": outputs}) + "\n")
     protocol.flush()
-    for line in sys.stdin:
+    for line in reader:
         request = json.loads(line)
         read, write = os.pipe()
         pid = os.fork()
@@ -341,22 +385,44 @@ def _zygote() -> None:
         os.waitpid(pid, 0)
         protocol.write((data.decode() if data else json.dumps({"error": "the grader's process stopped"})) + "\n")
         protocol.flush()
-    shutil.rmtree(work, ignore_errors=True)  # nbgrader closed the pipe: the class is graded
+    shutil.rmtree(work, ignore_errors=True)  # nbgrader closed the connection: the class is graded
+
+
+class _Master:
+    def __init__(self) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg",
+               "PYTHONUNBUFFERED": "1"}
+        self.channel, theirs = socket.socketpair()
+        self.process = subprocess.Popen([sys.executable, "-m", "tx.exercises.grading", str(theirs.fileno())],
+                                        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)
+        theirs.close()
+
+    def grader(self) -> socket.socket:
+        """A new grader's connection."""
+        self.channel.sendall(b"grader\n")
+        _, fds, _, _ = socket.recv_fds(self.channel, 1, 1)
+        if not fds:
+            raise RuntimeError("tx's grader stopped before it answered (see the log above)")
+        return socket.socket(fileno=fds[0])
+
+    def close(self) -> None:
+        self.channel.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
 
 
 class _Zygote:
-    def __init__(self, given: list[dict[str, Any]]) -> None:
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg",
-               "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen([sys.executable, "-m", "tx.exercises.grading"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, env=env)
+    def __init__(self, master: _Master, given: list[dict[str, Any]]) -> None:
+        self.connection = master.grader()
+        self.reader, self.writer = self.connection.makefile("r"), self.connection.makefile("w")
         self.given = self._ask(given)["given"]
 
     def _ask(self, message: Any) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps(message) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
+        self.writer.write(json.dumps(message) + "\n")
+        self.writer.flush()
+        line = self.reader.readline()
         if not line:
             raise RuntimeError("tx's grader stopped before it answered (see the log above)")
         reply = json.loads(line)
@@ -370,13 +436,12 @@ class _Zygote:
         return outputs
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.process.stdin.close()  # type: ignore[union-attr]
-            self.process.wait(timeout=10)
-        if self.process.poll() is None:
-            self.process.kill()
+        for f in (self.writer, self.reader, self.connection):
+            with contextlib.suppress(Exception):
+                f.close()
 
 
+_MASTER: list[_Master] = []
 _ZYGOTES: dict[str, _Zygote] = {}
 
 
@@ -384,6 +449,9 @@ def _close_all() -> None:
     for zygote in _ZYGOTES.values():
         zygote.close()
     _ZYGOTES.clear()
+    for master in _MASTER:
+        master.close()
+    _MASTER.clear()
 
 
 def grade_cells(cells: list[dict[str, Any]], limits: Limits) -> dict[int, list]:
@@ -393,11 +461,12 @@ def grade_cells(cells: list[dict[str, Any]], limits: Limits) -> dict[int, list]:
     given = [c for c in cells if c["role"] == "given"]
     key = json.dumps([c["source"] for c in given])
     if key not in _ZYGOTES:
-        if not _ZYGOTES:
+        if not _MASTER:
             atexit.register(_close_all)
-        _ZYGOTES[key] = _Zygote(given)
+            _MASTER.append(_Master())
+        _ZYGOTES[key] = _Zygote(_MASTER[0], given)
     return _ZYGOTES[key].grade(cells, limits)
 
 
 if __name__ == "__main__":
-    _zygote()
+    _master(socket.socket(fileno=int(sys.argv[1])))
