@@ -254,8 +254,8 @@ MONTHS = ("January February March April May June July August September October N
 def measured_apart(times: dict) -> str:
     """What a Run All time covers, when and on what it was measured: it is not the build's own.
 
-    "That is the whole notebook, first cell to last, timed on 26 November 2026 (CPU: ...),
-    separately from the build of this page: ...", from ``bench/run_all_times.json``'s
+    "That is the whole notebook, timed on 26 November 2026 on CPU, not as this page was
+    built", from ``bench/run_all_times.json``'s
     ``measured`` and ``machine``; "" when it records neither. A reader who sees a time the page
     printed as it was built (a training cell's) beside the Run All time must not take them for
     one machine's figures.
@@ -266,10 +266,8 @@ def measured_apart(times: dict) -> str:
         return ""
     year, month, date = (int(n) for n in day.groups()) if day else (0, 0, 0)
     when = f" on {date} {MONTHS[month - 1]} {year}" if day and 1 <= month <= 12 else ""
-    on = f" (CPU: {cpu})" if cpu else ""
-    return (f"That is the whole notebook, first cell to last, timed{when}{on}, separately from the "
-            "build of this page: a time the page itself prints, such as a training cell's, comes "
-            "from the machine that built the page")
+    on = f" on {cpu}" if cpu else ""
+    return f"That is the whole notebook, timed{when}{on}, not as this page was built"
 
 
 def learner_edition_notes(app: Sphinx, doctree: nodes.document, docname: str) -> None:
