@@ -387,10 +387,16 @@ def test_the_block_says_how_much_it_downloads_before_it_starts(browser, site, do
         assert runtime < 4.5e6, runtime  # the runtime's binary compressed: 3.7 MB where it was 14.2 MB
         print(f"{docname}: the block says {note!r}; it fetched {len(fetched)} files, {(model + runtime) / 1e6:.2f} MB")
         assert not block.locator(".tx-live-size").is_visible()  # said, and done
+        # the status then says how long the download and start took, apart from the model's own time
+        done = block.locator(".tx-live-status").text_content()
+        assert re.match(r"Downloaded and started the model in \d+\.\d s, once\. (Translated|Written) in your "
+                        r"browser in \d+ ms", done), done
         # the second use downloads nothing more, and says so
         page.evaluate("window.txStatuses = []")
         _translate(page, "je suis étudiant") if kind == "translate" else _continue(page, "we do not")
         assert page.evaluate("window.txStatuses")[0] == "Loading the model…"
+        again = block.locator(".tx-live-status").text_content()
+        assert again.startswith(("Translated in your browser in ", "Written in your browser in ")), again
         assert not live.external and not live.problems(), live.external + live.problems()
     finally:
         live.context.close()
