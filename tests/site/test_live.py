@@ -391,6 +391,10 @@ def test_the_block_says_how_much_it_downloads_before_it_starts(browser, site, do
         done = block.locator(".tx-live-status").text_content()
         assert re.match(r"Downloaded and started the model in \d+\.\d s, once\. (Translated|Written) in your "
                         r"browser in \d+ ms", done), done
+        # the map's axes said under it, not only in a tooltip a phone cannot show
+        caption = block.locator(".tx-live-caption")
+        assert caption.is_visible() and re.match(r"(Encoder-decoder |Causal self-)attention, layer \d, .*: one row per",
+                                                 caption.text_content()), caption.text_content()
         # the second use downloads nothing more, and says so
         page.evaluate("window.txStatuses = []")
         _translate(page, "je suis étudiant") if kind == "translate" else _continue(page, "we do not")
