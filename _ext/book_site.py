@@ -261,7 +261,8 @@ def measured_apart(times: dict) -> str:
     one machine's figures.
     """
     day = re.match(r"(\d{4})-(\d{2})-(\d{2})", str(times.get("measured", "")))
-    cpu = str(times.get("machine", {}).get("cpu") or "").strip()
+    # "Intel(R) Xeon(R) Processor @ 2.50GHz" read as "Intel Xeon Processor @ 2.50GHz"
+    cpu = " ".join(re.sub(r"\((R|TM|tm)\)", "", str(times.get("machine", {}).get("cpu") or "")).split())
     if day is None and not cpu:
         return ""
     year, month, date = (int(n) for n in day.groups()) if day else (0, 0, 0)
