@@ -34,7 +34,6 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
-import importlib
 import io
 import json
 import os
@@ -320,11 +319,9 @@ def _master(channel: socket.socket) -> None:
     import torch.fx.experimental.symbolic_shapes  # noqa: F401
 
     import tx.exercises  # noqa: F401
-    from .sandbox import _MODULES, _PRELOADED
+    from .sandbox import preload
 
-    for name in _MODULES + _PRELOADED:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+    preload()
     torch.set_num_threads(1)
     requests = channel.makefile("r")
     for _ in requests:  # one line a grader

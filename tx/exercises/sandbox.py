@@ -155,6 +155,14 @@ _PRELOADED = ("tokenizers", "tx.subwords", "tx.data")
 """Modules a check's arguments may need when they are unpickled in the sandbox, where no file opens."""
 
 
+def preload() -> None:
+    """Import what an answer may import and what a check's arguments need (a pickled SubwordVocab
+    needs tokenizers): in the grading master once, and in each sandbox before it can open no file."""
+    for name in _MODULES + _PRELOADED:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
 def _highest_fd() -> int:
     try:
         return max(int(name) for name in os.listdir("/proc/self/fd"))
@@ -226,10 +234,7 @@ def _serve(connection: socket.socket, namespace: dict[str, Any], answers: list[t
         os.dup2(null, fd)
     torch.set_num_threads(1)
     os.chdir(work)  # a folder of its own, which the grader removes (the sandbox itself can remove nothing)
-    for name in _MODULES + _PRELOADED:  # what an answer may import, and what a check's arguments need
-        # (a pickled SubwordVocab needs tokenizers), imported while files can still be opened
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+    preload()  # while files can still be opened
     as_data((torch.ones(1), {"a": [1.0]}))  # what torch.save imports on first use, likewise
     font_manager = sys.modules.get("matplotlib.font_manager")
     if font_manager is not None:  # a font lookup that fails here would rewrite the user's font cache with what
