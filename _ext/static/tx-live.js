@@ -596,10 +596,10 @@
     svg.appendChild(el("text", { x: barX + 16, y: top + 10, "font-size": 12, "class": "tx-live-label" }, "1"));
     svg.appendChild(el("text", { x: barX + 16, y: top + T * cell, "font-size": 12, "class": "tx-live-label" }, "0"));
     // the caption, also said under the map: a hover tooltip is no use on a phone
-    var said = document.createElement("p");
-    said.className = "tx-live-caption";
-    said.textContent = caption + " Darker: more weight; hover over a square for its number.";
-    box.replaceChildren(svg, said);
+    var legend = document.createElement("p");
+    legend.className = "tx-live-caption";
+    legend.textContent = caption + " Darker: more weight; hover over a square for its number.";
+    box.replaceChildren(svg, legend);
   }
 
   // ---------------------------------------------------------------- what the model read
