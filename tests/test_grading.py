@@ -241,3 +241,19 @@ def test_an_answer_fitted_to_the_book_s_inputs_earns_only_the_visible_check():
     outputs = grade(fitted, checks=(hidden,), points=2)[0]
     assert nbgrader_score(outputs, 2) == 1
     assert "KeyError" in verdict(outputs)
+
+
+def test_a_student_s_own_limits_replace_the_course_s_and_nothing_else():
+    # A teacher gives one student more time (an accommodation); the synthetic runaway students
+    # of the course's check are graded under shorter limits the same way.
+    from tx.exercises.autograde import GradeInIsolation
+
+    grader = GradeInIsolation(timeout=30, memory_mb=2048, variant=7,
+                              student_limits={"ada": {"timeout": 90}, "tx-runaway-*": {"timeout": 12, "memory_mb": 512},
+                                              "*": {"memory_mb": 1024}})
+    assert grader.limits("ada") == Limits(timeout=90, memory_mb=2048, variant=7)
+    assert grader.limits("tx-runaway-loop") == Limits(timeout=12, memory_mb=512, variant=7)
+    assert grader.limits("bob") == Limits(timeout=30, memory_mb=1024, variant=7)  # the first match counts
+    assert GradeInIsolation(timeout=30).limits("ada").timeout == 30
+    with pytest.raises(ValueError, match=r"names \['time'\]: give only 'timeout'"):
+        GradeInIsolation(student_limits={"ada": {"time": 90}}).limits("ada")

@@ -7,11 +7,12 @@ never load tx.
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Any
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Float, Integer, Unicode
+from traitlets import Dict, Float, Integer, Unicode
 
 from .grading import Limits, fingerprint, grade_cells
 
@@ -53,13 +54,16 @@ class GradeInIsolation(NbGraderPreprocessor):
 
     In ``nbgrader_config.py``, in place of nbgrader's ``Execute`` in
     ``c.Autograde.autograde_preprocessors``; its settings are ``c.GradeInIsolation.timeout``
-    (seconds per exercise), ``.memory_mb`` (per exercise), ``.tx_fingerprint`` (the tx the
-    course was written for: grading with another is refused) and ``.variant`` (the number the
-    hidden tests draw their inputs from).
+    (seconds per exercise), ``.memory_mb`` (per exercise), ``.student_limits`` (other limits
+    for some students), ``.tx_fingerprint`` (the tx the course was written for: grading with
+    another is refused) and ``.variant`` (the number the hidden tests draw their inputs from).
     """
 
     timeout = Float(30.0, help="seconds each exercise's answer cells and check may take in all").tag(config=True)
     memory_mb = Integer(2048, help="megabytes of memory each exercise's sandbox may use").tag(config=True)
+    student_limits = Dict(help="{student id or pattern: {'timeout': s, 'memory_mb': MB}}: other limits for "
+                               "the students it names (extra time, say); the first pattern that matches "
+                               "counts").tag(config=True)
     tx_fingerprint = Unicode("", help="tx's version and source hash the course was written for").tag(config=True)
     variant = Integer(1, help="the course's own inputs: what hidden tests' variant=\"course\" draws").tag(config=True)
 
@@ -72,7 +76,7 @@ class GradeInIsolation(NbGraderPreprocessor):
         teachers = _teachers_cells(resources)
         cells = [dict(zip(("role", "source", "points"), _role(cell, teachers)), index=i)
                  for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
-        outputs = grade_cells(cells, Limits(timeout=self.timeout, memory_mb=self.memory_mb, variant=self.variant))
+        outputs = grade_cells(cells, self.limits(resources["nbgrader"]["student"]))
         count = 0
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "code":
@@ -80,3 +84,14 @@ class GradeInIsolation(NbGraderPreprocessor):
                 cell.outputs = [nbformat.from_dict(o) for o in outputs.get(i, [])]
                 cell.execution_count = count
         return nb, resources
+
+    def limits(self, student: str) -> Limits:
+        """The limits ``student``'s answers are graded under: the course's, or what
+        ``student_limits`` gives the first pattern that matches the student's id."""
+        own = next((v for pattern, v in self.student_limits.items() if fnmatchcase(student, pattern)), {})
+        unknown = set(own) - {"timeout", "memory_mb"}
+        if unknown:
+            raise ValueError(f"GradeInIsolation.student_limits for {student!r} names {sorted(unknown)}: "
+                             "give only 'timeout' (seconds) and 'memory_mb'.")
+        return Limits(timeout=float(own.get("timeout", self.timeout)),
+                      memory_mb=int(own.get("memory_mb", self.memory_mb)), variant=self.variant)

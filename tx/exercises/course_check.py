@@ -47,10 +47,11 @@ RUNAWAY = ("tx-runaway-loop", "tx-runaway-memory")
 """Students who, on one assignment, run away on the first two exercises and solve the others."""
 STUDENTS = (SOLVED, UNSOLVED, HALF) + GAMING
 """The class every assignment is graded for: the solutions, the release untouched, ``HALF`` and ``GAMING``."""
-RUNAWAY_LIMITS = ("--GradeInIsolation.timeout=12", "--GradeInIsolation.memory_mb=512")
-"""The limits the runaway students are graded under: short, so that the check stays cheap (a
-looping answer burns the whole timeout, twice), yet long enough for the exercises they solve
-on a loaded machine. 4 s was not: in a `make test` beside the book build and the site's browser
+RUNAWAY_LIMITS = {"timeout": 12, "memory_mb": 512}
+"""The limits the runaway students are graded under (``GradeInIsolation.student_limits``, in the
+same ``nbgrader autograde`` as the class): short, so that the check stays cheap (a looping
+answer burns the whole timeout, twice), yet long enough for the exercises they solve on a
+loaded machine. 4 s was not: in a `make test` beside the book build and the site's browser
 tests, chapter 1's third exercise, 0.85 s for a whole submission on a quiet machine
 (bench/grading_cost.json), ran out of it; 12 s is three times what failed."""
 
@@ -308,6 +309,8 @@ def check_course(course: str | Path, only: list[str] | None = None,
             work = Path(scratch).resolve()
             work.mkdir(parents=True, exist_ok=True)
         shutil.copy(course / "nbgrader_config.py", work / "nbgrader_config.py")
+        with open(work / "nbgrader_config.py", "a", encoding="utf-8") as config:  # the scratch copy's own
+            config.write(f"\nc.GradeInIsolation.student_limits = {{'tx-runaway-*': {RUNAWAY_LIMITS!r}}}\n")
         if (course / "templates").is_dir():  # the feedback's templates, which the config names
             shutil.copytree(course / "templates", work / "templates", dirs_exist_ok=True)
         for a in assignments:
@@ -336,10 +339,9 @@ def check_course(course: str | Path, only: list[str] | None = None,
                         expected[a].setdefault(student, {}).update(_expected(release, exercises, student))
 
         submit(STUDENTS, assignments)
-        _run_nbgrader(["autograde", "*", "--create"], work)
-        if runaway:  # after the others, under limits short enough to keep the check cheap
+        if runaway:  # under limits short enough to keep the check cheap (the scratch config's student_limits)
             submit(RUNAWAY, [runaway])
-            _run_nbgrader(["autograde", runaway, "--student=tx-runaway-*", "--create", *RUNAWAY_LIMITS], work)
+        _run_nbgrader(["autograde", "*", "--create"], work)
         scores: dict[str, Scores] = {}
         with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gradebook:
             for a in assignments:
