@@ -141,7 +141,12 @@ def test_a_click_on_a_solutions_title_opens_that_solution(request, docname, widt
         return solutions.evaluate_all(f"els => els.map({SHOWN_JS})")
 
     assert not any(shown()), "a solution is open before any click"
-    for i in range(count):
+    # At 1280 px every solution; at 390 px the one whose title is longest, the one most wrapped:
+    # the click's handling is the same script for every solution, and what a phone changes is
+    # where the title's text lies (each solution clicked twice cost about 0.8 CPU-s at each width)
+    titles = solutions.evaluate_all("els => els.map(s => s.querySelector('.admonition-title').innerText.length)")
+    which = range(count) if width == "visits" else [max(range(count), key=titles.__getitem__)]
+    for i in which:
         title = solutions.nth(i).locator(":scope > .admonition-title")
         text = title.locator(":scope > a").first  # "Exercise N.N (...)", sphinx-exercise's link
         assert text.count(), f"solution {i + 1}: no exercise named in its title"
