@@ -19,12 +19,14 @@ WORKERS ?= 2
 # Threads that wait sleep rather than spin (OMP_WAIT_POLICY): chapter 10 trains on 2 threads, as
 # the book's checkpoint was, and spinning threads beside the other worker stall both.
 PARALLEL := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
-# The site's third-party scripts (MathJax, RequireJS, the ipywidgets embed script), pinned in
-# package.json and package-lock.json: npm installs them under _build/npm, and the book serves
-# the copies in _build/vendor (see _ext/book_site.py). Nothing of theirs is committed.
+# The site's third-party scripts (RequireJS, the ipywidgets embed script) and MathJax's fonts,
+# pinned in package.json and package-lock.json: npm installs them under _build/npm, and the book
+# serves the copies in _build/vendor (see _ext/book_site.py). MathJax itself runs from
+# _build/npm in the build (_ext/static_math.py). Nothing of theirs is committed.
 NPM_DIR := _build/npm
 VENDOR  := _build/vendor
-VENDOR_STAMP := $(VENDOR)/.installed
+# (Renamed when what `make vendor` copies changes, so that an older _build/vendor is made again.)
+VENDOR_STAMP := $(VENDOR)/.installed-fonts
 HTML_MANAGER := $(NPM_DIR)/node_modules/@jupyter-widgets/html-manager/dist
 # onnxruntime-web for the live models (tx/live.py): its WebAssembly build only, one thread. Its
 # 14 MB binary is served gzip-compressed (3.7 MB, whatever the server), which tx-live.js unpacks.
@@ -133,7 +135,9 @@ GRADED_ENV = TX_GRADED='$(GRADED)' TX_SOLUTIONS_AFTER='$(SOLUTIONS_AFTER)' TX_BU
 book: $(STAMP) $(VENDOR_STAMP) $(ORT_WASM_GZ) $(LIVE_STAMP)
 	# a malformed GRADED or SOLUTIONS_AFTER stops here, before the notebooks run
 	$(GRADED_ENV) $(BIN)/python _ext/graded_site.py > /dev/null
-	rm -rf _build/html _build/jupyter_execute $(WHEEL_DIR)
+	# (and Sphinx's saved environment: a build that finds no source changed fails in sphinx-external-toc
+	# on the appendix's numbers, which _ext/book_site.py sets after Sphinx counts)
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute $(WHEEL_DIR)
 	# The learner zip carries tx as a wheel (checkpoints included), built offline by the venv's
 	# setuptools from a copy of the package, so no build/ or egg-info lands in the book's folder.
 	# (Without __pycache__: another process of `make test` may be writing bytecode there.)
@@ -220,7 +224,8 @@ $(VENDOR_STAMP): package.json package-lock.json
 	mkdir -p $(NPM_DIR) $(VENDOR)/widgets/modules
 	cp package.json package-lock.json $(NPM_DIR)/
 	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
-	cp -R $(NPM_DIR)/node_modules/mathjax/es5 $(VENDOR)/mathjax
+	mkdir -p $(VENDOR)/mathjax
+	cp -R $(NPM_DIR)/node_modules/mathjax/es5/output/chtml/fonts/woff-v2 $(VENDOR)/mathjax/fonts
 	cp $(NPM_DIR)/node_modules/mathjax/LICENSE $(VENDOR)/mathjax/
 	cp $(NPM_DIR)/node_modules/requirejs/require.js $(VENDOR)/widgets/
 	cp $(HTML_MANAGER)/embed-amd.js $(HTML_MANAGER)/*.woff2 $(HTML_MANAGER)/*.woff \

@@ -2,15 +2,14 @@
 
 A small local Sphinx extension, loaded from ``_config.yml`` (``sphinx.local_extensions``).
 
-* Serves the third-party scripts that ``make vendor`` copies from ``node_modules`` into
-  ``_build/vendor`` (MathJax 3, RequireJS and the ipywidgets embed script), and this
+* Serves the third-party files that ``make vendor`` copies from ``node_modules`` into
+  ``_build/vendor`` (MathJax 3's fonts, RequireJS and the ipywidgets embed script), and this
   folder's ``static/`` (our own glue script), through ``html_static_path``. They are added
   here, at ``config-inited``, rather than in ``_config.yml``: Jupyter Book turns every
   ``.js`` and ``.css`` file under every ``html_static_path`` entry into a ``<script>`` or
-  ``<link>`` on every page as soon as the book has a ``_static/`` folder, and MathJax alone
-  has hundreds of ``.js`` files. Paths added here are copied to ``_static/`` and nothing
-  more; ``mathjax_path`` and ``nb_ipywidgets_js`` in ``_config.yml`` name the files pages
-  load.
+  ``<link>`` on every page as soon as the book has a ``_static/`` folder, and the widget
+  scripts and onnxruntime-web are many files. Paths added here are copied to ``_static/`` and
+  nothing more; ``nb_ipywidgets_js`` in ``_config.yml`` names the files pages load.
 * Makes the explorers (``tx/explorer.py``) work on the page: the build's kernel gets
   ``TX_EXPLORER_STATIC=1``, so an explorer gives only its precomputed ``text/html`` form, and
   every page loads ``static/tx-explorer.js`` (a few lines that switch frames) and
@@ -90,9 +89,9 @@ def training_record_dir(live: Path) -> Path:
 def add_static_paths(app: Sphinx, config) -> None:
     """Serve _build/vendor (from `make vendor`) and _ext/static as static files."""
     vendor = Path(app.confdir, config.book_site_vendor_dir)
-    if not (vendor / "mathjax").is_dir() or not (vendor / "widgets").is_dir():
+    if not (vendor / "mathjax" / "fonts").is_dir() or not (vendor / "widgets").is_dir():
         raise ConfigError(
-            f"{vendor} has no MathJax or widget scripts: run `make vendor` "
+            f"{vendor} has no MathJax fonts or widget scripts: run `make vendor` "
             "(`make book` does) to install them with npm before building the book."
         )
     # The live models (tx/live.py): ONNX exports of the checkpoints, from `make live-models`.

@@ -3,15 +3,16 @@
 // and scrolling an equation sideways hides half of it at a time. Each one wider than its box
 // is set smaller until it fits, down to MIN_SCALE of its size; one that still does not fit
 // at that size keeps scrolling inside its box (reading.css), since smaller text would be
-// unreadable. Done again when the width changes (a phone turned sideways).
+// unreadable. Done again when the width changes (a phone turned sideways). The formulas are
+// typeset when the book is built (_ext/static_math.py); their widths are known once MathJax's
+// fonts have loaded.
 (function () {
   "use strict";
 
   var MIN_SCALE = 0.6;
 
   function fit(container) {
-    // MathJax gives its container an inline font size (its scale against the page's text);
-    // the equation's own size is kept in a data attribute and each fit starts from it.
+    // The equation's own size is kept in a data attribute and each fit starts from it.
     if (container.dataset.txSize === undefined) container.dataset.txSize = container.style.fontSize || "";
     container.style.fontSize = container.dataset.txSize;
     var room = container.clientWidth, needed = container.scrollWidth;
@@ -27,21 +28,13 @@
     document.documentElement.dataset.txMath = "fitted"; // for tests/site: the fit is done
   }
 
-  function whenTypeset(then, tries) {
-    // MathJax loads on its own (mathjax_path); its startup promise settles after the first
-    // typesetting of the page. A page whose MathJax never comes (blocked, offline) is left
-    // as it is after a minute.
-    var mj = window.MathJax;
-    if (mj && mj.startup && mj.startup.promise) {
-      mj.startup.promise.then(then);
-    } else if (tries < 1200) {
-      setTimeout(function () { whenTypeset(then, tries + 1); }, 50);
-    }
-  }
-
   if (typeof document === "undefined" || !document.querySelector("div.math")) return;
   var width = window.innerWidth, pending = null;
-  whenTypeset(function () {
+  window.addEventListener("load", function () {
+    return (document.fonts ? document.fonts.ready : Promise.resolve()).then(start);
+  });
+
+  function start() {
     fitAll();
     window.addEventListener("resize", function () {
       if (window.innerWidth === width) return;
@@ -49,5 +42,5 @@
       clearTimeout(pending);
       pending = setTimeout(fitAll, 100);
     });
-  }, 0);
+  }
 })();

@@ -161,14 +161,9 @@ def open_page(browser, site: str, path: str, settle: bool = True, viewport: dict
 
 
 def settle_page(page) -> None:
-    """Wait until MathJax has typeset the page and every widget snapshot is drawn."""
-    page.evaluate(
-        """async () => {
-            if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-                await MathJax.startup.promise;
-            }
-        }"""
-    )
+    """Wait until the page's fonts are in (its formulas, typeset in the build, are drawn in
+    MathJax's) and every widget snapshot is drawn."""
+    page.evaluate("async () => { await document.fonts.ready; }")
     if page.locator(WIDGET_VIEW).count():
         try:
             page.wait_for_function(

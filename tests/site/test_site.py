@@ -131,6 +131,15 @@ MATH_JS = """() => {
         typeset: math.filter(m => m.querySelector('mjx-container')).length,
         containers: document.querySelectorAll('article mjx-container').length,
         errors: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent),
+        // typeset in the build (_ext/static_math.py): each formula's MathML for a screen
+        // reader, its glyphs hidden from one, no formula a Tab stop, no MathJax on the page
+        spoken: [...document.querySelectorAll('article mjx-container')]
+            .filter(c => c.querySelector(':scope > mjx-assistive-mml > math')
+                         && c.querySelector(':scope > mjx-math[aria-hidden="true"]')).length,
+        tabStops: document.querySelectorAll('mjx-container[tabindex]').length,
+        mathjax: !!window.MathJax || [...document.scripts].some(s => /mathjax/i.test(s.src)),
+        // the glyphs drawn in MathJax's own fonts, served by the site
+        fonts: [...document.fonts].filter(f => f.family.startsWith('MJX') && f.status === 'loaded').length,
     };
 }"""
 
@@ -142,6 +151,8 @@ def test_formulas_are_typeset(visits, docname):
     assert math["typeset"] == math["formulas"], math
     assert math["containers"] >= math["formulas"], math
     assert not math["errors"], math["errors"]
+    assert math["spoken"] == math["containers"] and math["tabStops"] == 0 and not math["mathjax"], math
+    assert math["fonts"] > 0 or not math["formulas"], math
     text = page.evaluate(VISIBLE_TEXT_JS, True)  # the prose, less code: where raw TeX would show
     for raw in ("\\(", "\\)", "\\[", "\\]", "$$"):
         assert raw not in text, f"raw TeX {raw!r} left in the page: ...{text[max(0, text.find(raw) - 80):text.find(raw) + 80]}..."
