@@ -240,6 +240,38 @@ def test_chapter_1_s_block_stops_a_lost_translation_and_names_what_the_model_can
     assert not live.problems(), "\n".join(live.problems())
 
 
+# The contrast of each text of a live block's map against the colour behind it: the first
+# ancestor with a background of its own (WCAG's relative luminance).
+MAP_CONTRAST_JS = """b => {
+    const rgb = s => s.match(/[0-9.]+/g).slice(0, 3).map(Number);
+    const lum = c => { const [r, g, b] = c.map(v => { v /= 255;
+        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+    const behind = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor;
+        if (c && !/rgba\\(.*, 0\\)$/.test(c) && c !== 'transparent') return c; } return 'rgb(255, 255, 255)'; };
+    return [...b.querySelectorAll('svg text.tx-live-label')].map(t => {
+        const a = lum(rgb(getComputedStyle(t).fill)), z = lum(rgb(behind(t.parentElement)));
+        return [t.textContent, (Math.max(a, z) + 0.05) / (Math.min(a, z) + 0.05)]; });
+}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_map_s_labels_are_readable_in_light_and_dark_mode(visits_live, theme):
+    # Issue 49: in dark mode the theme puts every HTML output on a light panel, and the labels,
+    # drawn in the theme's text colour, were the panel's colour. (The theme follows the reader's
+    # system; setting data-theme is what its script does for a reader in dark mode.)
+    page = visits_live(PAGE).page
+    got = _translate(page, "je suis un étudiant")
+    assert got["state"] == "done", got["status"]
+    block = page.locator('[data-live-model="translate"]').first
+    page.evaluate("t => { document.documentElement.dataset.theme = t; }", theme)
+    try:
+        contrast = block.evaluate(MAP_CONTRAST_JS)
+    finally:
+        page.evaluate("() => { document.documentElement.dataset.theme = 'light'; }")
+    assert len(contrast) >= 4, contrast  # the words read, the words written, the bar's 0 and 1
+    assert all(ratio >= 4.5 for _, ratio in contrast), contrast  # WCAG AA for text
+
+
 @pytest.mark.parametrize("docname, name", LIVE_PAGES)
 def test_layer_and_head_menus_work_from_the_keyboard(visits_live, docname, name):
     live, ref = visits_live(docname), Reference(name)
