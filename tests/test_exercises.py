@@ -242,16 +242,28 @@ def test_a_check_failed_inside_the_answer_is_not_rewrapped():
         tx.exercises.call(refuses)
 
 
-def test_in_a_kernel_the_hint_is_one_line_naming_the_cells_line(tmp_path):
+@pytest.fixture(scope="module")
+def in_a_kernel(tmp_path_factory):
+    """One kernel, as Run All runs a learner's notebook: an answer that raises and its check; an
+    answer with a syntax error and its check; a NameError outside any check."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook()
     answer = "import torch\nimport tx\n\n\ndef softmax(scores):\n    return scores[len(scores)]"
-    nb.cells = [nbformat.v4.new_code_cell(answer), nbformat.v4.new_code_cell("tx.exercises.ch03.check_softmax(softmax)")]
+    broken = "def scaled_score(q, k:\n    return q @ k"
+    cells = [answer, "tx.exercises.ch03.check_softmax(softmax)", broken,
+             "tx.exercises.ch03.check_scaled_score(scaled_score)", "not_defined_anywhere + 1",
+             "tx.exercises.ch03.check_attend_one_word(attend_one_word)"]
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+                   resources={"metadata": {"path": str(tmp_path_factory.mktemp("kernel"))}}).execute()
+    return nb
+
+
+def test_in_a_kernel_the_hint_is_one_line_naming_the_cells_line(in_a_kernel):
+    nb = in_a_kernel
     assert not [o for o in nb.cells[0].outputs if o.output_type == "error"]
     (error,) = [o for o in nb.cells[1].outputs if o.output_type == "error"]
     assert error.ename == "CheckFailed"
@@ -260,6 +272,24 @@ def test_in_a_kernel_the_hint_is_one_line_naming_the_cells_line(tmp_path):
     # Jupyter's own name for the cell's code, then the learner's line and its text.
     assert "softmax raised IndexError" in line and "Cell In[1], line 6: `return scores[len(scores)]`" in line
     assert "exercises/" not in line and "File " not in line
+
+
+def test_in_a_kernel_a_check_whose_answer_failed_says_why_in_one_line(in_a_kernel):
+    # Issue 47: the answer cell's syntax error left scaled_score undefined, and the check cell
+    # showed Python's NameError traceback where the chapter promises a hint.
+    def error(cell):
+        (out,) = [o for o in cell.outputs if o.output_type == "error"]
+        return out
+
+    broken, check, elsewhere, never = (error(c) for c in in_a_kernel.cells[2:6])
+    assert broken.ename == "SyntaxError"
+    assert check.ename == "NameError" and len(check.traceback) == 1, check.traceback
+    assert "Not yet:" in check.traceback[0] and "scaled_score is not defined" in check.traceback[0]
+    assert "SyntaxError on line 1" in check.traceback[0], check.traceback[0]
+    # a NameError outside a check keeps IPython's traceback
+    assert elsewhere.ename == "NameError" and len(elsewhere.traceback) > 1
+    # an answer cell never run: the hint says to write and run it
+    assert len(never.traceback) == 1 and "attend_one_word is not defined: write it" in never.traceback[0]
 
 
 # ----------------------------------------------------------------- graded parts and a course's own inputs

@@ -82,6 +82,27 @@ def test_no_solution_and_every_check_may_fail(edition, path):
     assert "expected" in note and "Run All" in note and "your answer's own cell" in note
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_a_check_whose_answer_does_not_parse_says_so_in_one_line(edition, path):
+    # Issue 47: an answer cell with a syntax error defines nothing, and its check cell stopped on
+    # Python's NameError. For every exercise: the stub, broken on its first line, then its check
+    # (tx.exercises.missing.hint, what the check cell shows in Jupyter; the kernel's own wiring
+    # is tests/test_exercises.py's, test_in_a_kernel_a_check_whose_answer_failed_says_why_in_one_line).
+    from tx.exercises.missing import hint
+
+    cells = notebook(edition, path.name)["cells"]
+    given = [c["source"] for c in cells if c["cell_type"] == "code" and not {"stub", "check"} & set(_tags(c))]
+    stubs = [c for c in cells if "stub" in _tags(c)]
+    checks = [c for c in cells if "check" in _tags(c)]
+    for stub, check in zip(stubs, checks):
+        tree = ast.parse(stub["source"])
+        name = next(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+        broken = stub["source"].replace(f"{name}(", f"{name}(:", 1)
+        said = hint(name, check["source"], [*given, broken])
+        assert said is not None and "\n" not in said, (path.name, name, check["source"])
+        assert said.startswith(f"{name} is not defined: the cell that defines it has a SyntaxError on line "), said
+
+
 # ----------------------------------------------------------------- plain Markdown
 
 

@@ -435,3 +435,9 @@ def __getattr__(name: str) -> Any:
     if name.startswith("ch") or name == "learner" or (name[:1] == "a" and name[1:].isdigit()):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tx.exercises' has no attribute {name!r}")
+
+
+# In Jupyter, a check cell whose answer cell failed says so in one line (tx.exercises.missing).
+from .missing import install as _install_missing_hint  # noqa: E402
+
+_install_missing_hint()
