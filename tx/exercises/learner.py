@@ -32,7 +32,9 @@ import difflib
 import hashlib
 import json
 import re
+import stat
 import sys
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -405,13 +407,22 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
         zip_path.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
             for name, data in files.items():  # the fresh edition, whatever the folder holds
-                zf.writestr(f"tx-book-learner-edition/{name}", data)
+                zf.writestr(_entry(name), data)
             # What README.md's set-up installs. Wheels are zips already: stored, not compressed again.
             for name, path in extras.items():
-                zf.write(path, f"tx-book-learner-edition/{name}")
+                zf.writestr(_entry(name), path.read_bytes())
             if wheel is not None:
-                zf.write(wheel, f"tx-book-learner-edition/{Path(wheel).name}", compress_type=zipfile.ZIP_STORED)
+                zf.writestr(_entry(Path(wheel).name, zipfile.ZIP_STORED), Path(wheel).read_bytes())
     return done
+
+
+def _entry(name: str, compress: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
+    """The zip's entry for one file of the edition: readable by everyone who unpacks it (mode
+    0644; zipfile's own default, 0600, left a copy unpacked for a class its owner's alone)."""
+    info = zipfile.ZipInfo(f"tx-book-learner-edition/{name}", date_time=time.localtime()[:6])
+    info.external_attr = (stat.S_IFREG | 0o644) << 16
+    info.compress_type = compress
+    return info
 
 
 def main(argv: list[str] | None = None) -> None:
