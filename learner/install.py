@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+from importlib import metadata
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,19 @@ def torch_lines(lock: str) -> str:
     return match.group(0) + "\n"
 
 
+def missing(lock: str) -> list[str]:
+    """The lock's ``name==version`` pins that this Python does not have installed at that version."""
+    wanted = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+?)(?:[ \t]*\\)?$", lock, re.M)
+    have = []
+    for name, version in wanted:
+        try:
+            if metadata.version(name) == version:
+                have.append(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return [f"{name}=={version}" for name, version in wanted if name not in have]
+
+
 def megabytes(n: int) -> str:
     return f"{n / 1e6:,.0f} MB"
 
@@ -85,7 +99,7 @@ def duration(n_bytes: int, mbit_per_s: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def pip(*args: str) -> None:
+def pip(*args: str, advice: str = "") -> None:
     # --no-compile: Python compiles a module the first time it is imported and keeps the
     # result, so only what the notebooks import is ever compiled (a few seconds, once), not
     # all of PyTorch, JupyterLab and their tools: the install takes a third less time.
@@ -96,7 +110,7 @@ def pip(*args: str) -> None:
     if done.returncode != 0:
         fail(f"pip stopped with exit status {done.returncode} (its message is above). Nothing of this "
              "folder was changed: fix what pip says (often the network) and run install.py again; "
-             "what is already installed is not downloaded again.")
+             f"what is already installed is not downloaded again.{advice}")
 
 
 def main() -> None:
@@ -121,7 +135,14 @@ def main() -> None:
     locked = is_locked_platform()
 
     print(f"Installing the learner edition's packages into {sys.prefix}")
-    if sizes:
+    todo = missing(lock) if locked else None
+    if todo == []:
+        print(f"Every package of {LOCK.name} is installed already, at its version: nothing to download. "
+              "pip checks each one below.")
+    elif todo and sizes and not any(t.startswith("torch==") for t in todo):
+        print(f"PyTorch is installed already; {len(todo)} other packages are not, at most about "
+              f"{megabytes(int(sizes.group(1)) - int(sizes.group(2)))} to download.")
+    elif sizes:
         total, torch = int(sizes.group(1)), int(sizes.group(2))
         where = "this" if locked else "a Linux x86-64"
         print(f"On {where} machine that is about {megabytes(total)} to download, {megabytes(torch)} of it "
@@ -136,7 +157,11 @@ def main() -> None:
             torch_only = Path(tmp) / "torch.txt"
             torch_only.write_text(torch_lines(lock), encoding="utf-8")
             print("\n[1/3] PyTorch, CPU build")
-            pip("--require-hashes", "--no-deps", "-r", str(torch_only), *(["--index-url", index] if index else []))
+            where = index or "pip's own configuration"
+            pip("--require-hashes", "--no-deps", "-r", str(torch_only), *(["--index-url", index] if index else []),
+                advice=f" PyTorch's CPU build comes from {where}: where that cannot be reached, set "
+                       f"{TORCH_INDEX_ENV} to an index or mirror you can reach, or to none to use pip's own "
+                       "configuration (README.md, \"Set-up\").")
         print("\n[2/3] The other packages (JupyterLab, numpy, matplotlib, ...), from PyPI")
         pip("--require-hashes", "--no-deps", "-r", str(LOCK))  # the lock has every package (make lock)
     else:

@@ -231,3 +231,33 @@ def test_a_wheel_that_is_not_tx_is_refused_before_anything_is_written(tmp_path, 
 def test_a_wheel_without_a_zip_is_refused(tmp_path):
     with pytest.raises(ValueError, match="without --zip"):
         write_learner_edition(tmp_path / "out", CHAPTERS, wheel=_fake_wheel(tmp_path))
+
+
+def test_install_knows_what_is_installed_already(monkeypatch):
+    # Issue 47: run again, install.py announced the whole 357 MB download, which pip then skipped.
+    install = _install_module()
+    lock = "numpy==2.3.0 \\\n    --hash=sha256:aa\ntorch==2.13.0+cpu \\\n    --hash=sha256:bb\n    # via tx\n"
+    installed = {"numpy": "2.3.0", "torch": "2.12.0"}
+
+    def version(name):
+        if name not in installed:
+            raise install.metadata.PackageNotFoundError(name)
+        return installed[name]
+
+    monkeypatch.setattr(install.metadata, "version", version)
+    assert install.missing(lock) == ["torch==2.13.0+cpu"]  # another torch is not the locked one
+    installed["torch"] = "2.13.0+cpu"
+    assert install.missing(lock) == []
+    del installed["numpy"]
+    assert install.missing(lock) == ["numpy==2.3.0"]
+
+
+def test_install_names_the_torch_index_setting_when_pip_fails(monkeypatch, capsys):
+    # Issue 47: where PyTorch's index cannot be reached, the failure named no way out.
+    install = _install_module()
+    monkeypatch.setattr(install.subprocess, "run", lambda command: subprocess.CompletedProcess(command, 1))
+    with pytest.raises(SystemExit):
+        install.pip("torch", advice=" set TX_TORCH_INDEX to a mirror")
+    assert "TX_TORCH_INDEX" in capsys.readouterr().err
+    source = (ROOT / "learner" / "install.py").read_text()
+    assert "advice=f\" PyTorch's CPU build comes from {where}" in source and "{TORCH_INDEX_ENV} to an index" in source
