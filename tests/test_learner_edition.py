@@ -103,6 +103,25 @@ def test_a_check_whose_answer_does_not_parse_says_so_in_one_line(edition, path):
         assert said.startswith(f"{name} is not defined: the cell that defines it has a SyntaxError on line "), said
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_run_all_shows_no_answer_of_tx_s(edition, path):
+    # Issue 47: the listings of tx's own answers, folded on the website ("open it once you have
+    # written yours"), opened in JupyterLab as soon as Run All ran them, under the exercises
+    # they answer. In the learner edition such a listing is a comment until the learner runs it.
+    book = load(path)["cells"]
+    learner = notebook(edition, path.name)["cells"]
+    answers = [c for c, before in zip(book[1:], book) if c["cell_type"] == "code" and "show_source" in source(c)
+               and re.search(r"open\s+it\s+once\s+you\s+have\s+written\s+yours", source(before))]
+    listed = [c for c in learner if c["cell_type"] == "code" and "show_source(" in c["source"]]
+    for cell in answers:
+        call = source(cell).strip()
+        (mine,) = [c for c in listed if call in c["source"]]
+        assert all(line.startswith("#") for line in mine["source"].splitlines()), mine["source"]
+        assert f"# {call}" in mine["source"]
+    said = " ".join(c["source"] for c in learner if c["cell_type"] == "markdown")
+    assert not re.search(r"folded\s+below[;:]\s+open\s+it\s+once", said)
+
+
 # ----------------------------------------------------------------- plain Markdown
 
 

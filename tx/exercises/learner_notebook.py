@@ -302,6 +302,20 @@ def hide_scaffolding(cell: dict[str, Any]) -> None:
             cell["metadata"]["jupyter"] = {**cell["metadata"].get("jupyter", {}), **hidden}
 
 
+SPOILER = re.compile(r"is\s+folded\s+below[;:]\s+open\s+it\s+once\s+you\s+have\s+written\s+yours")
+"""How a chapter introduces tx's own listing of an exercise's answer, folded on the website."""
+SPOILER_NOTE = "is in the cell below as a comment: run it once you have written yours"
+
+
+def keep_answer_listing_unrun(cell: dict[str, Any]) -> None:
+    """A listing of tx's answer to an exercise (the code cell after :data:`SPOILER`) as a comment:
+    Run All would show it, open, beside the exercise it answers; the learner runs it when ready."""
+    code = _source(cell).strip()
+    cell["source"] = ("# tx's own answer to an exercise of this chapter. Once you have written\n"
+                      "# yours, delete the \"# \" before the line below and run this cell:\n"
+                      + "\n".join(f"# {line}" for line in code.splitlines()))
+
+
 def chapter_label(name: str) -> str | None:
     """How the website numbers a notebook's exercises: "3" for ``03_...ipynb``, "A1" for an appendix's
     ``A1_...ipynb`` (``_ext/book_site.py`` numbers its exercises A1.1, A1.2, ...); None for any other name."""
@@ -329,10 +343,15 @@ def learner_notebook(notebook: dict[str, Any], equations: dict[str, str], cites:
         exercises += 1
         return f"### Exercise {chapter}.{exercises} ({match.group(1)})"
 
+    spoiler_next = False
     for cell in notebook["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] == "code" and spoiler_next:
+            keep_answer_listing_unrun(cell)
+        spoiler_next = cell["cell_type"] == "markdown" and bool(SPOILER.search(_source(cell))) or \
+            (spoiler_next and cell["cell_type"] != "code")
         if cell["cell_type"] == "markdown":
-            text = to_markdown(_source(cell), equations, cites)
+            text = SPOILER.sub(SPOILER_NOTE, to_markdown(_source(cell), equations, cites))
             if chapter is not None:
                 text = re.sub(r"^### Exercise: (.+)$", number, text, flags=re.M)
             # The Exercises heading may close a longer cell (the Summary's, say): the note goes under it.
