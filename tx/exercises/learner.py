@@ -107,7 +107,14 @@ missing, the notebook runs on a Python where it is not installed: choose the ker
 Run the notebook from the top (Run > Run All Cells). Until you solve an exercise, its
 check fails with a short hint: that is expected, and the other cells still run. Write
 your function in the cell that ends in `raise NotImplementedError`, run that cell, then
-run the check under it.
+run the check under it. A check whose function is missing (its cell stopped on an error)
+says so in one line, and names the error.
+
+Some cells are folded to one grey line ending in •••: the book's own checks of its text (the
+asserts that keep a sentence about a result true), and code that only lays out a table or a
+figure. Run All runs them too; click the line to open one. Where a chapter shows tx's own
+answer to one of its exercises, that cell holds it as a comment, to run once you have
+written yours (the cell says how).
 """
 
 CLONE = """
