@@ -11,9 +11,10 @@ traceback, and a handler someone else installed is left in place.
 
 from __future__ import annotations
 
+import functools
 import linecache
 import re
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["hint", "install"]
 
@@ -39,10 +40,9 @@ def hint(name: str, cell: str, history: list[str]) -> str | None:
             "run it without errors, then this cell.")
 
 
-def _show(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None) -> None:
-    from . import learners_frame
-
-    frame = learners_frame(value)
+def _show(frame_of: Callable[[BaseException], tuple[str, int] | None], shell: Any, etype: type,
+          value: BaseException, tb: Any, tb_offset: int | None = None) -> None:
+    frame = frame_of(value)
     cell = "".join(linecache.getlines(frame[0])) if frame else ""
     history = [str(c) for c in shell.user_ns.get("In", [])]
     if history and cell and history[-1].strip() == cell.strip():  # IPython keeps the running cell in In too
@@ -55,8 +55,10 @@ def _show(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int
     shell._showtraceback(etype, value, stb)
 
 
-def install() -> None:
-    """In IPython, show a check cell's missing answer as :func:`hint` says (once; no other handler replaced)."""
+def install(frame_of: Callable[[BaseException], tuple[str, int] | None]) -> None:
+    """In IPython, show a check cell's missing answer as :func:`hint` says (once; no other handler
+    replaced). ``frame_of(error)`` is the ``(file, line)`` of the learner's code the error came
+    through (:func:`tx.exercises.learners_frame`): the check cell's."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -64,4 +66,4 @@ def install() -> None:
     shell = get_ipython()
     if shell is None or shell.custom_exceptions:
         return
-    shell.set_custom_exc((NameError,), _show)
+    shell.set_custom_exc((NameError,), functools.partial(_show, frame_of))
