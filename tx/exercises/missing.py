@@ -5,7 +5,7 @@ check cell below it stops on Python's ``NameError`` before any checker runs: a t
 where the chapter promised a hint. Imported in IPython, :mod:`tx.exercises` installs a
 handler for ``NameError`` that, in a check cell only (one that calls ``tx.exercises....check_...(``),
 shows one line instead: the name, and what happened to the cell that should have defined it
-("it has a SyntaxError on line 2: ..."). Every other ``NameError`` shows IPython's own
+("the cell that defines it has a SyntaxError on line 2 (...)"). Every other ``NameError`` shows IPython's own
 traceback, and a handler someone else installed is left in place.
 """
 
@@ -27,7 +27,7 @@ def hint(name: str, cell: str, history: list[str]) -> str | None:
     if not _CHECK.search(cell) or not re.search(rf"\b{re.escape(name)}\b", cell):
         return None
     defines = re.compile(rf"^[ \t]*(?:def|class)[ \t]+{re.escape(name)}\b|^{re.escape(name)}[ \t]*=", re.M)
-    source = next((cell for cell in reversed(history) if defines.search(cell)), None)
+    source = next((earlier for earlier in reversed(history) if defines.search(earlier)), None)
     if source is None:
         return (f"{name} is not defined: write it in the answer cell above (its stub names it), run that "
                 "cell, then this one.")
