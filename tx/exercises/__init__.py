@@ -440,4 +440,4 @@ def __getattr__(name: str) -> Any:
 # In Jupyter, a check cell whose answer cell failed says so in one line (tx.exercises.missing).
 from .missing import install as _install_missing_hint  # noqa: E402
 
-_install_missing_hint(learners_frame)
+_install_missing_hint(learners_frame, CheckFailed)

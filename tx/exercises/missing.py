@@ -40,8 +40,8 @@ def hint(name: str, cell: str, history: list[str]) -> str | None:
             "run it without errors, then this cell.")
 
 
-def _show(frame_of: Callable[[BaseException], tuple[str, int] | None], shell: Any, etype: type,
-          value: BaseException, tb: Any, tb_offset: int | None = None) -> None:
+def _show(frame_of: Callable[[BaseException], tuple[str, int] | None], failed: type[Exception], shell: Any,
+          etype: type, value: BaseException, tb: Any, tb_offset: int | None = None) -> None:
     frame = frame_of(value)
     cell = "".join(linecache.getlines(frame[0])) if frame else ""
     history = [str(c) for c in shell.user_ns.get("In", [])]
@@ -51,14 +51,15 @@ def _show(frame_of: Callable[[BaseException], tuple[str, int] | None], shell: An
     if said is None:
         stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
     else:
-        stb = [f"\x1b[1;31mNot yet:\x1b[0m {said}"]  # as a failed check shows (CheckFailed)
+        stb = failed(said)._render_traceback_()  # as a failed check shows
     shell._showtraceback(etype, value, stb)
 
 
-def install(frame_of: Callable[[BaseException], tuple[str, int] | None]) -> None:
+def install(frame_of: Callable[[BaseException], tuple[str, int] | None], failed: type[Exception]) -> None:
     """In IPython, show a check cell's missing answer as :func:`hint` says (once; no other handler
     replaced). ``frame_of(error)`` is the ``(file, line)`` of the learner's code the error came
-    through (:func:`tx.exercises.learners_frame`): the check cell's."""
+    through (:func:`tx.exercises.learners_frame`): the check cell's; ``failed`` is
+    :class:`tx.exercises.CheckFailed`, whose one red line the hint is shown as."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -66,4 +67,4 @@ def install(frame_of: Callable[[BaseException], tuple[str, int] | None]) -> None
     shell = get_ipython()
     if shell is None or shell.custom_exceptions:
         return
-    shell.set_custom_exc((NameError,), functools.partial(_show, frame_of))
+    shell.set_custom_exc((NameError,), functools.partial(_show, frame_of, failed))
