@@ -650,6 +650,31 @@ def add_base_href(app: Sphinx, pagename: str, templatename: str, context: dict, 
     context["metatags"] = f'<base href="{html.escape(path)}" />\n' + context.get("metatags", "")
 
 
+def share_source_sidebars(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Give each source page (sphinx.ext.viewcode's ``_modules/...``) the navigation tree
+    already built for a source page in the same folder.
+
+    No source page is in the table of contents, so their trees differ only in the relative
+    links, which the folder decides. The theme builds the sidebar's tree anew for every page
+    (and twice: once to see whether the sidebar is empty): for the 76 source pages that was
+    a third of the whole Sphinx build (bench/README.md, "Fifteenth pass"). Runs before the
+    theme's handlers, which call ``toctree`` from the context.
+    """
+    build = context.get("toctree")
+    if not pagename.startswith("_modules/") or build is None:
+        return
+    trees = app.builder.__dict__.setdefault("_tx_source_toctrees", {})
+    folder = pagename.rpartition("/")[0]
+
+    def shared(**kwargs) -> str:
+        key = (folder, tuple(sorted(kwargs.items())))
+        if key not in trees:
+            trees[key] = build(**kwargs)
+        return trees[key]
+
+    context["toctree"] = shared
+
+
 class ModuleIndex(SphinxDirective):
     """``.. module-index::`` with one module name a line: a list of links to the modules'
     sections, each with the first line of the module's docstring (reStructuredText)."""
@@ -687,6 +712,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", add_base_href)
     app.connect("html-page-context", add_live_download_bytes)
     app.connect("html-page-context", dedupe_scripts, priority=900)  # after the others
+    app.connect("html-page-context", share_source_sidebars, priority=400)  # before the theme's
     app.connect("env-get-updated", appendix_numbers, priority=900)  # after Sphinx's own numbering
     app.connect("autodoc-process-signature", dataclass_signature)
     app.connect("doctree-resolved", widget_alt_text)
