@@ -6,13 +6,14 @@ Every corpus here is written by the test itself; nothing needs ../shared/.
 import io
 import subprocess
 import sys
-from contextlib import redirect_stderr
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 import torch
 
 import tx
+import tx.cli.train
 from tx import data
 from tx.subwords import SubwordVocab
 from tx.train import TrainConfig, TrainState, fit, load_state, save_state, state_path
@@ -98,9 +99,22 @@ def test_in_a_log_file_the_progress_bar_is_a_few_lines(vocabs, monkeypatch):
     assert lines[-1].startswith("training: step 200/200")
 
 
-def run_cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, cwd=ROOT,
-                          env={"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+def run_cli(module: str, *argv: str) -> subprocess.CompletedProcess:
+    """``python -m module argv...``, run in this process: its exit status and what it printed.
+
+    Not a subprocess: each of those imports torch again, about 3.5 CPU-s, which was most of
+    what a refused command cost. ``test_translate_command_reads_arguments_or_standard_input_in_order``
+    still runs the real ``python -m`` entry point in one.
+    """
+    main = {"tx.train": tx.cli.train.main, "tx.translate": tx.translate.main}[module]
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            main(list(argv))
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    return subprocess.CompletedProcess([module, *argv], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
