@@ -150,6 +150,17 @@ def test_the_page_stops_a_translation_where_tx_decoding_output_limit_does():
     assert _node(script, cases) == [output_limit(*c) for c in cases]
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (make vendor needs it too)")
+def test_the_page_calls_a_translation_cut_short_past_20_pieces_at_under_half_as_many():
+    # (French pieces, English pieces): the edges of both conditions, and issue 46's sentence in
+    # tests/site/test_live.py (47 pieces read, 7 written)
+    cases = [(47, 7), (21, 10), (21, 11), (20, 9), (20, 1), (22, 10), (22, 11), (44, 21), (44, 22), (5, 0)]
+    script = ("const {cutShort} = require(process.argv[1]);"
+              "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "process.stdout.write(JSON.stringify(cases.map(c => cutShort(...c))));")
+    assert _node(script, cases) == [True, True, False, False, False, True, False, True, False, False]
+
+
 TRANSLATE_IN_NODE = """
 const live = require(process.argv[1]), ort = require(process.argv[2]), dir = process.argv[3];
 const fs = require('fs'), path = require('path'), read = f => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));

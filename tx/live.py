@@ -8,11 +8,12 @@ the graphs ``python -m tx.export`` writes, greedily or, from a menu, by beam sea
 for at most the source's length + :data:`tx.decoding.LENGTH_MARGIN` tokens
 (:func:`tx.decoding.output_limit`), and the encoder-decoder attention of the chosen layer and
 head is drawn. The page shows the tokens the model read and names the words it has never seen
-(each read as ``<unk>``), so that a translation invented for them is not taken for one. Before
-anything is downloaded the block says how many megabytes its first use fetches, and nothing is
-downloaded until the reader asks for a translation. In Jupyter, where there is no site, the
-block shows tx's own translations of the examples (decoded with the same limit) and says where
-the live one is.
+(each read as ``<unk>``), so that a translation invented for them is not taken for one; under an
+English of fewer than half the pieces of a source of more than 20 it says that the model, trained
+on short sentences, may have stopped early. Before anything is downloaded the block says how many
+megabytes its first use fetches, and nothing is downloaded until the reader asks for a
+translation. In Jupyter, where there is no site, the block shows tx's own translations of the
+examples (decoded with the same limit) and says where the live one is.
 
 Two more blocks run a model trained in the notebook itself, exported for the page only while
 the book's website is built (anywhere else nothing is written):

@@ -4,8 +4,9 @@
 // (beamSearch below, tx.decoding.beam_search step for step), for at most the source's length + the
 // manifest's length_margin tokens (outputLimit, tx.decoding.output_limit), and the encoder-decoder
 // attention of the chosen layer and head is drawn as an SVG. The block shows the tokens the model
-// read and names those it has never seen (read as <unk>). Before anything is fetched it says how
-// many megabytes its first use downloads; nothing is fetched until the reader asks for a translation.
+// read and names those it has never seen (read as <unk>), and says so under a translation much
+// shorter than its source (cutShort). Before anything is fetched it says how many megabytes its
+// first use downloads; nothing is fetched until the reader asks for a translation.
 // Two more blocks run models trained in a chapter (exported as the build runs it): "generate"
 // continues the reader's prompt with a language model, greedily or sampled with a seeded
 // generator (never writing <unk>), shows the prompt's words apart from the words it wrote, and
@@ -371,10 +372,19 @@
     return out; // [T - prompt + 1, T]
   }
 
+  // Whether a translation looks cut short: a source of more than SHORT_SOURCE pieces (its <eos> left
+  // out) and fewer than half as many pieces written (<bos> and <eos> left out). Chapter 12's model
+  // learnt from Tatoeba, mostly short sentences, and on a long one it often ends after a clause or
+  // two with a sentence of its own, which reads as a whole translation (issue 46).
+  var SHORT_SOURCE = 20;
+  function cutShort(srcPieces, outPieces) {
+    return srcPieces > SHORT_SOURCE && 2 * outPieces < srcPieces;
+  }
+
   var api = { tokenize: tokenize, tidyTyped: tidyTyped, detokenize: detokenize, WordVocab: WordVocab, BpeVocab: BpeVocab,
               digitGrid: digitGrid, strokeBitmap: strokeBitmap, mulberry32: mulberry32, sample: sample, beamSearch: beamSearch,
               normalisedScore: normalisedScore, outputLimit: outputLimit, translate: translate,
-              continuePrompt: continuePrompt, writtenAttention: writtenAttention };
+              continuePrompt: continuePrompt, writtenAttention: writtenAttention, cutShort: cutShort };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
   if (typeof document === "undefined") return;
 
@@ -670,13 +680,32 @@
     return box;
   }
 
+  // Under the translation, empty unless it is much shorter than the French (cutShort). A live region
+  // of its own, there from the start (one added or unhidden with its text is not always read out):
+  // the block's others are the output, whose text is the translation alone, and the status line,
+  // which comes after the pieces the model read, far below the translation on a phone.
+  function addCutShortNote(block) {
+    var p = document.createElement("p");
+    p.className = "tx-live-short";
+    p.setAttribute("role", "status");
+    block.querySelector(".tx-live-result").after(p);
+    return p;
+  }
+
+  function cutShortNote(r) { // r: translate's result
+    var fr = r.srcIds.length - 1, en = r.ys.length - 1 - (r.ended ? 1 : 0);
+    if (!cutShort(fr, en)) return "";
+    return "The English is much shorter than the French (" + en + " pieces for " + fr + "): this model " +
+      "learnt from short sentences and may have stopped before the end. Try the sentence in shorter parts.";
+  }
+
   // ---------------------------------------------------------------- the block
   function setUp(block) {
     var form = block.querySelector(".tx-live-form");
     var status = block.querySelector(".tx-live-status");
     var output = block.querySelector("[data-live-output]");
     var box = block.querySelector(".tx-live-map");
-    var read = addReadBox(block);
+    var read = addReadBox(block), cutNote = addCutShortNote(block);
     var last = null, said = ""; // said: the status line of the translation shown
     addDecodingMenu(form);
     if (unavailable(block)) return;
@@ -702,6 +731,7 @@
       if (!text.trim()) { status.textContent = "Type a French sentence first."; return; }
       block.setAttribute("data-live-state", "busy");
       status.textContent = loadingNote(block.getAttribute("data-model"));
+      cutNote.textContent = ""; // the note belongs to the translation before
       try {
         var loaded = await timedLoad(loadModel, block.getAttribute("data-model")), model = loaded.model;
         // a subword model reads what is typed as its corpus writes it, as python -m tx.translate does
@@ -714,6 +744,7 @@
         output.textContent = result.text;
         output.parentNode.hidden = false;
         showRead(read, model.src, result.srcPieces, result.srcIds, m.unk_id, result.unknown, THEN.translate);
+        cutNote.textContent = cutShortNote(result);
         said = status.textContent = loaded.note + "Translated in your browser in " + ms.toFixed(0) + " ms by " + DECODINGS[result.decoding] +
           (m.quantize ? ", the model's weights rounded to " + m.quantize + "." : ".") + (result.ended ? "" :
           " The model never wrote <eos> (the end of a sentence): the page stopped it at " + result.limit + " tokens, " +

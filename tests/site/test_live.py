@@ -371,6 +371,42 @@ def test_chapter_12_s_block_translates_by_beam_search_as_tx_does(visits_live):
     assert not live.problems(), "\n".join(live.problems())
 
 
+LONG_FRENCH = ("Quand j'étais enfant, nous passions tous les étés chez mes grands-parents à la campagne, "
+               "où nous nagions dans la rivière et cueillions des fraises dans le jardin.")  # 47 pieces
+CUT_SHORT = re.compile(r"The English is much shorter than the French \((\d+) pieces for (\d+)\): this model learnt "
+                       r"from short sentences and may have stopped before the end\. Try the sentence in shorter parts\.")
+
+
+def test_chapter_12_s_block_says_when_a_long_sentence_comes_out_much_shorter(visits_live):
+    """What a reader met (issue 46): 44 pieces of French gave a short English sentence of the model's own,
+    shown as if it were the translation. Trained on Tatoeba's short sentences, the model ends early on a
+    long one; the block says so, under the translation, when the French has more than 20 pieces and the
+    English fewer than half as many, and a new translation takes the note away."""
+    live, ref = visits_live(REAL_PAGE), Reference("fr_en_real")
+    page = live.page
+    block = page.locator('[data-live-model="translate"]').first
+    note = block.locator(".tx-live-short")
+    assert note.get_attribute("role") == "status" and note.text_content() == ""  # a live region, there from the start
+    assert block.evaluate("b => b.querySelector('.tx-live-result').nextElementSibling.className") == "tx-live-short"
+    shown = {}
+    for sentence in [LONG_FRENCH, "Tom est fatigué."]:  # the long one first: the short one must clear its note
+        read = ref.read(sentence)
+        english, = ref.onnx.translate([read], length_margin=ref.onnx.manifest["length_margin"])
+        fr, en = len(ref.ck.src_vocab.pieces(read)), len(ref.ck.tgt_vocab.pieces(english))
+        got = _translate(page, sentence)
+        assert got["state"] == "done" and got["output"] == english, (sentence, got["output"], english)
+        assert en == len(got["live"]["ys"]) - 2 and fr == len(got["live"]["srcIds"]) - 1  # <bos>, <eos> apart
+        announced = page.get_by_role("status").filter(has_text="much shorter").count()  # in the accessibility tree
+        shown[sentence] = (fr, en, note.text_content(), note.is_visible(), announced)
+    fr, en, said, visible, announced = shown[LONG_FRENCH]
+    assert fr > 20 and 2 * en < fr, (fr, en)  # the sentence is one the note is for
+    match = CUT_SHORT.fullmatch(said)
+    assert match and (int(match.group(1)), int(match.group(2))) == (en, fr), said
+    assert visible and announced == 1
+    assert shown["Tom est fatigué."][0] <= 20 and shown["Tom est fatigué."][2:] == ("", False, 0), shown
+    assert not live.problems(), "\n".join(live.problems())
+
+
 @pytest.mark.parametrize("docname, name", LIVE_PAGES)
 def test_what_the_block_downloads_fits_the_budget_and_stays_on_the_site(visits_live, docname, name):
     live = visits_live(docname)
