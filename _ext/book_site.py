@@ -117,6 +117,30 @@ def add_static_paths(app: Sphinx, config) -> None:
     config.html_context.setdefault("default_mode", "auto")
 
 
+HOME_FIGURE = "tx-what-you-build.png"  # intro.md shows it
+
+
+def draw_home_figure(app: Sphinx, config) -> None:
+    """Draw the home page's picture of what the reader builds, one encoder and one decoder
+    layer inside (``tx.viz.layer_diagram``, chapter 1's "Inside one layer"), into a static
+    folder of the build's own, at the book's DPI like every figure of the chapters."""
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    import tx.viz
+
+    folder = Path(app.confdir, "_build", "home")
+    folder.mkdir(parents=True, exist_ok=True)
+    ax = tx.viz.layer_diagram()
+    ax.figure.savefig(folder / HOME_FIGURE, dpi=tx.viz.DPI, bbox_inches="tight",
+                      metadata={"Software": None})
+    plt.close(ax.figure)
+    if str(folder) not in config.html_static_path:
+        config.html_static_path.append(str(folder))
+
+
 def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     """Drop repeated <script>s: sphinx-thebe's inline `const THEBE_JS_URL = ...` comes
     twice, and the second is a SyntaxError ("already been declared") on every page."""
@@ -706,6 +730,7 @@ def setup(app: Sphinx) -> dict:
     # by default the first paragraph of the book's root page.
     app.add_config_value("book_site_description", "", "html", [str])
     app.connect("config-inited", add_static_paths)
+    app.connect("config-inited", draw_home_figure)
     app.connect("config-inited", apply_repository_links)
     app.connect("config-inited", add_grading_substitutions)
     app.connect("html-page-context", add_meta_tags)
