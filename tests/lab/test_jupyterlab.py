@@ -65,8 +65,9 @@ REDRAW_TIMEOUT_MS = 120_000  # one state's draw: a second or two, more while the
 KERNEL_IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
 
 # A whole figure, not what an unfinished PNG looked like (issue 29). Measured with tx.explorer's
-# own PNG writer: a figure with only its title is saved (bbox_inches="tight") as a strip 35 px
-# high; with its axes turned off, 0.03% of its pixels are drawn. Every state this test visits
+# own PNG writer: a figure with only its title is cropped to what is drawn, a strip 22 px high
+# (35 px when the writer used savefig's bbox_inches="tight"); with its axes turned off, 0.03%
+# of its pixels are drawn. Every state this test visits
 # measured (2026-11-24) at least 184 px on each side and 3.2% drawn (chapter 9's bars). A
 # state's size is its own (chapter 11's trees are 779 to 1580 px wide), so the floor is one
 # inch at the book's DPI, not a share of another state's size.
