@@ -318,9 +318,14 @@ chapter: $(STAMP)
 LAB_DIR := workbook
 # JupyterLab refuses to start as root (containers, CI-like machines) without --allow-root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+# A learner's JupyterLab: without nbgrader's teacher menus and server extensions (the course's
+# tools share this environment) and without the "Jupyter news?" toast (learner/lab-config/;
+# tests/lab starts JupyterLab with the same settings).
+LAB_CONFIG := $(CURDIR)/learner/lab-config
 lab: $(STAMP)
 	$(BIN)/python -m tx.exercises learner $(LAB_DIR)
-	$(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_DIR) $(LAB_ROOT) $(LAB_ARGS)
+	JUPYTER_CONFIG_PATH=$(LAB_CONFIG) $(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_DIR) \
+	   --LabServerApp.app_settings_dir=$(LAB_CONFIG)/settings $(LAB_ROOT) $(LAB_ARGS)
 
 clean:
 	rm -rf _build

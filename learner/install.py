@@ -28,6 +28,7 @@ Environment:
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -113,6 +114,22 @@ def pip(*args: str, advice: str = "") -> None:
              f"what is already installed is not downloaded again.{advice}")
 
 
+NO_NEWS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+
+
+def quiet_jupyterlab(prefix: Path) -> Path:
+    """JupyterLab's defaults for this environment: no "get notified about Jupyter news?" toast
+    over a notebook's corner, and no update check. Kept in the environment's own settings
+    (overrides.json), so a learner's own settings still win; other overrides are kept."""
+    path = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    settings = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    for plugin, values in NO_NEWS.items():
+        settings.setdefault(plugin, {}).update(values)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
 def main() -> None:
     if sys.version_info < (3, 10):
         fail(f"this is Python {platform.python_version()}; the book needs Python 3.11 (3.10 or later works, "
@@ -172,6 +189,7 @@ def main() -> None:
         print("\n[2/3] (nothing more: step 1 installed everything but tx)")
     print("\n[3/3] tx, the book's package, from this folder")
     pip("--no-deps", str(wheels[0]))
+    quiet_jupyterlab(Path(sys.prefix))
     jupyter = Path(sys.prefix) / ("Scripts/jupyter.exe" if os.name == "nt" else "bin/jupyter")
     try:
         jupyter = Path(os.path.relpath(jupyter))

@@ -6,6 +6,7 @@ The zip's set-up run for real, from a built site, is tests/site/test_learner_zip
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -134,6 +135,20 @@ def test_install_asks_pytorchs_index_unless_told_none(monkeypatch):
     assert install.torch_index() == "https://mirror.invalid/whl/cpu"
     monkeypatch.setattr(install.sys, "platform", "darwin")  # PyPI's macOS build is a CPU build
     assert install.torch_index() is None
+
+
+def test_install_turns_jupyterlabs_news_off_and_keeps_other_overrides(tmp_path):
+    install = _install_module()
+    path = tmp_path / "share/jupyter/lab/settings/overrides.json"
+    assert install.quiet_jupyterlab(tmp_path) == path  # no overrides yet: written
+    notification = "@jupyterlab/apputils-extension:notification"
+    assert json.loads(path.read_text())[notification] == {"fetchNews": "false", "checkForUpdates": False}
+    path.write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
+                                notification: {"doNotDisturbMode": True}}))
+    install.quiet_jupyterlab(tmp_path)  # run again: the learner's other settings stay
+    assert json.loads(path.read_text()) == {
+        "@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
+        notification: {"doNotDisturbMode": True, "fetchNews": "false", "checkForUpdates": False}}
 
 
 def test_install_refuses_a_python_outside_an_environment(tmp_path):

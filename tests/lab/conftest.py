@@ -42,10 +42,9 @@ from sitekit import CHROMIUM_ARGS, chromium_path  # noqa: E402
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false", "checkForUpdates": False,
-    },
 }
+# make lab's own settings (Makefile, LAB_CONFIG): no nbgrader menus, no news toast.
+LAB_CONFIG = ROOT / "learner" / "lab-config"
 
 
 @dataclass
@@ -118,7 +117,8 @@ def lab(edition, tmp_path_factory) -> Lab:
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     env.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // workers)))
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-               JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+               JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+               JUPYTER_CONFIG_PATH=str(LAB_CONFIG))
     token = secrets.token_hex(16)
     log = (home / "server.log").open("w")
     for _ in range(5):  # another process may take the port between choosing and binding
@@ -128,6 +128,7 @@ def lab(edition, tmp_path_factory) -> Lab:
             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={edition}",
             f"--LabServerApp.user_settings_dir={home / 'settings'}",
             f"--LabServerApp.workspaces_dir={home / 'workspaces'}",
+            f"--LabServerApp.app_settings_dir={LAB_CONFIG / 'settings'}",
             # window.jupyterapp, through which the tests open each notebook in the one page
             "--LabApp.expose_app_in_browser=True",
         ] + (["--allow-root"] if os.geteuid() == 0 else [])

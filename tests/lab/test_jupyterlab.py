@@ -28,6 +28,8 @@ import io
 import json
 import re
 import time
+import urllib.error
+import urllib.request
 
 import numpy as np
 import pytest
@@ -241,6 +243,32 @@ def actions(explorer, control: dict):
             yield f"{control['label']} slider {key}", press
     else:
         pytest.fail(f"a control this test does not know: {control}")
+
+
+@pytest.mark.lab_sample
+def test_a_learner_s_jupyterlab_has_no_teacher_tools_and_asks_nothing(browser, lab):
+    """make lab's settings (learner/lab-config/): none of nbgrader's menus, panels or server
+    endpoints, which the course's tools put in this environment, and no "Jupyter news?" toast
+    over the notebook's corner."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(f"{lab.url}lab/workspaces/teacher-tools?token={lab.token}")
+        page.wait_for_function("() => window.jupyterapp !== undefined", timeout=120_000)
+        page.evaluate("async () => { await window.jupyterapp.restored; }")
+        menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+        assert "File" in menus and not any("grader" in m.lower() for m in menus), menus
+        commands = page.evaluate("() => window.jupyterapp.commands.listCommands()")
+        assert not [c for c in commands if "nbgrader" in c.lower()], "an nbgrader command is loaded"
+        # The news question comes a moment after the page is ready, when it is asked at all.
+        page.wait_for_timeout(3000)
+        toasts = page.locator(".jp-Notification-Toast, .Toastify__toast").all_inner_texts()
+        assert not [t for t in toasts if "news" in t.lower()], toasts
+    finally:
+        context.close()
+    with pytest.raises(urllib.error.HTTPError) as missing:  # nbgrader's server extension is off
+        urllib.request.urlopen(f"{lab.url}formgrader?token={lab.token}", timeout=30)
+    assert missing.value.code == 404
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -187,6 +187,11 @@ def test_jupyterlab_starts_on_the_notebooks(set_up, unzipped):
                 time.sleep(0.5)
         assert answer is not None, f"JupyterLab did not serve {CHAPTER}: {server.poll()=}"
         assert answer["type"] == "notebook" and answer["name"] == CHAPTER
+        # install.py's defaults for the environment: no "Jupyter news?" toast, no update check
+        settings = f"http://127.0.0.1:{port}/lab/api/settings/@jupyterlab/apputils-extension:notification?token=tx-test"
+        with urllib.request.urlopen(settings, timeout=30) as response:  # overrides.json sets the defaults
+            defaults = {k: v.get("default") for k, v in json.load(response)["schema"]["properties"].items()}
+        assert defaults["fetchNews"] == "false" and defaults["checkForUpdates"] is False, defaults
     finally:
         server.terminate()
         try:
