@@ -324,8 +324,7 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_CONFIG := $(CURDIR)/learner/lab-config
 lab: $(STAMP)
 	$(BIN)/python -m tx.exercises learner $(LAB_DIR)
-	JUPYTER_CONFIG_PATH=$(LAB_CONFIG) $(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_DIR) \
-	   --LabServerApp.app_settings_dir=$(LAB_CONFIG)/settings $(LAB_ROOT) $(LAB_ARGS)
+	JUPYTER_CONFIG_PATH=$(LAB_CONFIG) $(BIN)/jupyter lab --ServerApp.root_dir=$(LAB_DIR) $(LAB_ROOT) --LabServerApp.app_settings_dir=$(LAB_CONFIG)/settings $(LAB_ARGS)
 
 clean:
 	rm -rf _build
