@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -109,7 +108,30 @@ def visit_displaymath(self, node: nodes.math_block) -> None:
     raise nodes.SkipNode
 
 
-_RULE = re.compile(r"[^{}]+\{[^{}]*\}", re.S)
+def css_rules(css: str) -> list[str]:
+    """The stylesheet's top-level rules, each whole. A brace inside a quoted string (the
+    glyph of "{" is ``content: "{"``) or inside a nested block does not end a rule: a pattern
+    that thought it did split that glyph's rule in two and dropped the next one, the space's,
+    so that every space of a ``\\text{...}`` vanished."""
+    rules, start, depth, quote, i = [], 0, 0, None, 0
+    while i < len(css):
+        c = css[i]
+        if quote:
+            if c == "\\":
+                i += 1  # an escaped character, a quote too
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                rules.append(css[start:i + 1].strip())
+                start = i + 1
+        i += 1
+    return rules
 
 
 def write_stylesheet(app: Sphinx, exception: Exception | None) -> None:
@@ -122,12 +144,11 @@ def write_stylesheet(app: Sphinx, exception: Exception | None) -> None:
             typesetter.close()
         return
     path = Path(app.outdir, "_static", STYLESHEET)
-    rules = dict.fromkeys(m.group(0).strip() for m in _RULE.finditer(path.read_text(encoding="utf-8"))) \
-        if path.exists() else {}
+    rules = dict.fromkeys(css_rules(path.read_text(encoding="utf-8"))) if path.exists() else {}
     if typesetter is not None:
         css = typesetter.ask({"css": True})["css"]
         typesetter.close()
-        rules.update(dict.fromkeys(m.group(0).strip() for m in _RULE.finditer(css)))
+        rules.update(dict.fromkeys(css_rules(css)))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n\n".join(rules) + "\n", encoding="utf-8")
 

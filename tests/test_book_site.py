@@ -144,3 +144,18 @@ def test_an_appendix_numbers_its_sections_as_a_chapter_does(book_site):
     assert env.toc_secnumbers["chapters/01_high_level_look"] == {"": (1,)}  # a chapter keeps Sphinx's numbers
     numbered = [r["secnumber"] for r in toc.findall(nodes.reference)]
     assert numbered == [["A1"], ["A1", 1], ["A1", 1, 1], ["A1", 2]]  # the page's contents list shows them
+
+
+def test_the_formula_stylesheet_keeps_every_rule_whole():
+    """_ext/static_math.py's rules, read back from its own stylesheet: a brace in a glyph's
+    content does not cut its rule, so the rule after it (a space's) is kept."""
+    spec = importlib.util.spec_from_file_location("static_math", ROOT / "_ext" / "static_math.py")
+    static_math = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(static_math)
+    css = ('mjx-c.mjx-c7B::before {\n  padding: 0.75em 0.5em 0.25em 0;\n  content: "{";\n}\n\n'
+           'mjx-c.mjx-c20::before {\n  padding: 0 0.25em 0 0;\n  content: " ";\n}\n'
+           'mjx-c.mjx-c5C::before { content: "\\\\"; }\n@media print { mjx-c { color: black; } }\n')
+    rules = static_math.css_rules(css)
+    assert [r.split("{")[0].strip() for r in rules] == [
+        "mjx-c.mjx-c7B::before", "mjx-c.mjx-c20::before", "mjx-c.mjx-c5C::before", "@media print"]
+    assert rules[0].endswith('content: "{";\n}') and rules[3].endswith("} }")

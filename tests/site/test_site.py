@@ -140,6 +140,11 @@ MATH_JS = """() => {
         mathjax: !!window.MathJax || [...document.scripts].some(s => /mathjax/i.test(s.src)),
         // the glyphs drawn in MathJax's own fonts, served by the site
         fonts: [...document.fonts].filter(f => f.family.startsWith('MJX') && f.status === 'loaded').length,
+        // each glyph drawn by its rule in tx-math.css: a glyph without one (its ::before has no
+        // content) takes no room, as every space of a \text{...} once did
+        unstyled: [...new Map([...document.querySelectorAll('article mjx-c[class]')]
+                                  .map(c => [c.className, c])).values()]
+            .filter(c => getComputedStyle(c, '::before').content === 'none').map(c => c.className),
     };
 }"""
 
@@ -153,6 +158,7 @@ def test_formulas_are_typeset(visits, docname):
     assert not math["errors"], math["errors"]
     assert math["spoken"] == math["containers"] and math["tabStops"] == 0 and not math["mathjax"], math
     assert math["fonts"] > 0 or not math["formulas"], math
+    assert not math["unstyled"], f"glyphs with no rule in tx-math.css: {math['unstyled']}"
     text = page.evaluate(VISIBLE_TEXT_JS, True)  # the prose, less code: where raw TeX would show
     for raw in ("\\(", "\\)", "\\[", "\\]", "$$"):
         assert raw not in text, f"raw TeX {raw!r} left in the page: ...{text[max(0, text.find(raw) - 80):text.find(raw) + 80]}..."
