@@ -159,3 +159,25 @@ def test_the_formula_stylesheet_keeps_every_rule_whole():
     assert [r.split("{")[0].strip() for r in rules] == [
         "mjx-c.mjx-c7B::before", "mjx-c.mjx-c20::before", "mjx-c.mjx-c5C::before", "@media print"]
     assert rules[0].endswith('content: "{";\n}') and rules[3].endswith("} }")
+
+
+def test_the_icon_script_leaves_every_page_and_the_site(book_site, tmp_path):
+    """The theme's 1.49 MB icon script goes; the page's other scripts stay as they were."""
+    from types import SimpleNamespace
+
+    scripts = tmp_path / "_static" / "scripts"
+    scripts.mkdir(parents=True)
+    for name in ("fontawesome.js", "fontawesome.js.map", "fontawesome.js.LICENSE.txt", "bootstrap.js"):
+        (scripts / name).write_text("//")
+    head = ('<link href="../_static/styles/theme.css?digest=1" rel="stylesheet" />\n'
+            '  {}<link rel="preload" as="script" href="../_static/scripts/bootstrap.js?digest=1" />')
+    icon = ('<!-- So that users can add custom icons -->\n'
+            '  <script defer src="../_static/scripts/fontawesome.js?digest=1"></script>\n  ')
+    page = tmp_path / "chapters" / "a.html"
+    page.parent.mkdir()
+    page.write_text(head.format(icon))
+    app = SimpleNamespace(outdir=str(tmp_path), builder=SimpleNamespace(format="html"))
+    book_site.drop_icon_script(app, None)
+    assert page.read_text() == head.format("")
+    assert sorted(p.name for p in scripts.iterdir()) == ["bootstrap.js"]
+    book_site.drop_icon_script(app, RuntimeError("a failed build"))  # nothing to do, nothing raised

@@ -2,8 +2,9 @@
 
 The site is served by ``python -m http.server`` on 127.0.0.1 and a free port, and read
 by Debian's Chromium (``make chromium``) driven by Playwright. Every request a page makes
-is recorded; one to any other host is recorded as external and aborted, so none leaves
-the machine, and the tests fail on it.
+is recorded; one to any other host is recorded as external and fails in the browser, whose
+resolver knows no other host (sitekit.CHROMIUM_ARGS), so none leaves the machine, and the
+tests fail on it.
 
 Run with ``make site-test`` after ``make book``; ``make test`` does both.
 """

@@ -42,6 +42,42 @@ def test_page_loads_everything_from_the_site(visits, docname):
     assert not visit.problems(), "\n".join(visit.problems())
 
 
+# Every icon of the page's header and sidebars, as the reader sees it: drawn in Font Awesome's
+# font (its glyph named in the stylesheet, the font loaded), not by the theme's script
+ICONS_JS = """() => [...document.querySelectorAll('i[class*="fa-"]')]
+    .filter(i => i.getClientRects().length)
+    .map(i => ({icon: i.className.replace(/\\s+/g, ' '),
+                glyph: getComputedStyle(i, '::before').content,
+                font: getComputedStyle(i).fontFamily,
+                loaded: document.fonts.check('900 16px "Font Awesome 6 Free"'),
+                width: i.getBoundingClientRect().width}))"""
+
+
+@pytest.mark.parametrize("width", ["visits", "phone_visits"], ids=["desktop", "phone"])
+def test_icons_are_drawn_from_the_font_without_the_icon_script(request, width):
+    visit = request.getfixturevalue(width)(CHAPTERS[0])
+    assert not [u for u in visit.requests if "fontawesome" in u and u.endswith(".js")], visit.requests
+    icons = visit.page.evaluate(ICONS_JS)
+    assert len(icons) >= 4, icons  # the sidebar's, the download's, full screen, the theme switch
+    bad = [i for i in icons if i["glyph"] in ("none", "normal", '""') or "Font Awesome" not in i["font"]
+           or not i["loaded"] or i["width"] < 8]
+    assert not bad, bad
+
+
+def test_a_request_for_another_host_is_recorded_and_goes_nowhere(browser, site):
+    """What the test above relies on: a page's request for another host is recorded as external,
+    and it fails in the browser (no other host resolves) instead of leaving the machine."""
+    visit = open_page(browser, site, "intro.html", settle=False)
+    try:
+        said = visit.page.evaluate("""() => fetch('http://example.com/tx-probe.js')
+            .then(r => 'answered ' + r.status, e => 'failed: ' + e.message)""")
+        assert said.startswith("failed"), said
+        assert visit.external == ["http://example.com/tx-probe.js"], visit.requests
+        assert "external request: http://example.com/tx-probe.js" in visit.problems()
+    finally:
+        visit.context.close()
+
+
 @pytest.mark.parametrize("docname", EXTRA_PAGES)
 def test_generated_page_loads_everything_from_the_site(browser, site, docname):
     visit = open_page(browser, site, f"{docname}.html")
