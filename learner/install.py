@@ -41,6 +41,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LOCK = HERE / "requirements-learner.lock"
 UNLOCKED = HERE / "requirements-learner.txt"
+# JupyterLab's settings for the learner edition, the book's learner/lab-config/settings/overrides.json
+LAB_SETTINGS = HERE / "jupyterlab-settings.json"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 TORCH_INDEX_ENV = "TX_TORCH_INDEX"
 SIZES = re.compile(r"^# tx-download-bytes: total=(\d+) torch=(\d+)", re.M)
@@ -114,19 +116,17 @@ def pip(*args: str, advice: str = "") -> None:
              f"what is already installed is not downloaded again.{advice}")
 
 
-NO_NEWS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
-
-
-def quiet_jupyterlab(prefix: Path) -> Path:
-    """JupyterLab's defaults for this environment: no "get notified about Jupyter news?" toast
-    over a notebook's corner, and no update check. Kept in the environment's own settings
-    (overrides.json), so a learner's own settings still win; other overrides are kept."""
+def quiet_jupyterlab(prefix: Path, settings: Path = LAB_SETTINGS) -> Path:
+    """JupyterLab's defaults for this environment, from ``settings`` (the zip's
+    jupyterlab-settings.json): no "get notified about Jupyter news?" toast over a notebook's
+    corner, and no update check. Kept in the environment's own settings (overrides.json), so a
+    learner's own settings still win; other overrides are kept."""
     path = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
-    settings = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    for plugin, values in NO_NEWS.items():
-        settings.setdefault(plugin, {}).update(values)
+    current = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    for plugin, values in json.loads(settings.read_text(encoding="utf-8")).items():
+        current.setdefault(plugin, {}).update(values)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
     return path
 
 
@@ -143,7 +143,7 @@ def main() -> None:
     if len(wheels) != 1:
         fail(f"expected one tx wheel (tx-*.whl) in {HERE}, found {len(wheels)}: unzip the learner edition "
              "again and run install.py from its folder.")
-    for needed in (LOCK, UNLOCKED):
+    for needed in (LOCK, UNLOCKED, LAB_SETTINGS):
         if not needed.is_file():
             fail(f"{needed.name} is missing from {HERE}: unzip the learner edition again.")
     lock = LOCK.read_text(encoding="utf-8")

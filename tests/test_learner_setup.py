@@ -140,12 +140,14 @@ def test_install_asks_pytorchs_index_unless_told_none(monkeypatch):
 def test_install_turns_jupyterlabs_news_off_and_keeps_other_overrides(tmp_path):
     install = _install_module()
     path = tmp_path / "share/jupyter/lab/settings/overrides.json"
-    assert install.quiet_jupyterlab(tmp_path) == path  # no overrides yet: written
+    # the settings `make lab` gives JupyterLab, which the zip carries as jupyterlab-settings.json
+    settings = ROOT / LEARNER_INSTALL["jupyterlab-settings.json"]
+    assert install.quiet_jupyterlab(tmp_path, settings) == path  # no overrides yet: written
     notification = "@jupyterlab/apputils-extension:notification"
     assert json.loads(path.read_text())[notification] == {"fetchNews": "false", "checkForUpdates": False}
     path.write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
                                 notification: {"doNotDisturbMode": True}}))
-    install.quiet_jupyterlab(tmp_path)  # run again: the learner's other settings stay
+    install.quiet_jupyterlab(tmp_path, settings)  # run again: the learner's other settings stay
     assert json.loads(path.read_text()) == {
         "@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
         notification: {"doNotDisturbMode": True, "fetchNews": "false", "checkForUpdates": False}}
@@ -226,10 +228,10 @@ def test_the_zip_carries_what_its_readme_installs(tmp_path):
     write_learner_edition(tmp_path / "out", CHAPTERS, zip_path, wheel=wheel)
     with zipfile.ZipFile(zip_path) as archive:
         names = set(archive.namelist())
-        assert {f"tx-book-learner-edition/{Path(n).name}" for n in LEARNER_INSTALL} <= names
+        assert {f"tx-book-learner-edition/{n}" for n in LEARNER_INSTALL} <= names
         assert f"tx-book-learner-edition/{wheel.name}" in names
-        for name in LEARNER_INSTALL:
-            assert archive.read(f"tx-book-learner-edition/{Path(name).name}") == (ROOT / name).read_bytes()
+        for name, path in LEARNER_INSTALL.items():
+            assert archive.read(f"tx-book-learner-edition/{name}") == (ROOT / path).read_bytes()
     # the folder make lab opens gets the notebooks and the README only
     assert not (tmp_path / "out" / "install.py").exists() and not list((tmp_path / "out").glob("*.whl"))
 

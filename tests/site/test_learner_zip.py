@@ -132,7 +132,8 @@ def set_up(reader_set_up, unzipped) -> dict:
 def test_the_zip_holds_tx_its_lock_and_installer():
     with zipfile.ZipFile(ZIP) as archive:
         names = {Path(n).name for n in archive.namelist()}
-    assert {"README.md", "install.py", "requirements-learner.lock", "requirements-learner.txt", CHAPTER} <= names
+    assert {"README.md", "install.py", "requirements-learner.lock", "requirements-learner.txt",
+            "jupyterlab-settings.json", CHAPTER} <= names
     wheels = [n for n in names if re.fullmatch(r"tx-.+\.whl", n)]
     assert len(wheels) == 1, names
 

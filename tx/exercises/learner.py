@@ -70,7 +70,8 @@ You need Python 3.11 and a connection to the package registries. Everything else
 notebooks need is in this folder or named by it: the wheel `tx-*.whl`, the book's package
 `tx` (which the checks compare your answers with) with the trained models the chapters load;
 `requirements-learner.lock`, the exact versions of the packages the book was tested with;
-and `install.py`, which installs them.
+`install.py`, which installs them; and `jupyterlab-settings.json`, the settings it gives
+JupyterLab (no news pop-up, no update check; your own settings still win).
 
 In a terminal, in this folder (the one that holds this README), make a virtual
 environment and run `install.py` with its Python:
@@ -125,8 +126,16 @@ that build and test the book) into the clone's `.venv`, writes the learner editi
 """
 """The README's paragraph on the book's repository, only where ``repository.url`` names one."""
 
-LEARNER_INSTALL = ("learner/install.py", "requirements-learner.lock", "requirements-learner.txt")
-"""What the zip carries besides the notebooks (and the tx wheel): paths from the book's root."""
+LEARNER_INSTALL = {
+    "install.py": "learner/install.py",
+    "requirements-learner.lock": "requirements-learner.lock",
+    "requirements-learner.txt": "requirements-learner.txt",
+    # what `make lab` gives JupyterLab too (its app_settings_dir): install.py writes it into the
+    # learner's environment
+    "jupyterlab-settings.json": "learner/lab-config/settings/overrides.json",
+}
+"""What the zip carries besides the notebooks (and the tx wheel): its name there, and its path
+from the book's root."""
 
 RUN_ALL_TIMES = ROOT / "bench" / "run_all_times.json"
 """Each learner notebook's Run All time, measured by ``bench/run_all_times.py``."""
@@ -381,8 +390,9 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
                           force: bool = False, wheel: str | Path | None = None) -> Written:
     """Write the learner edition into ``out_dir`` (and optionally a zip); say which files it wrote and kept, and why.
 
-    The zip also carries what its README's set-up installs: ``install.py``, the learner's
-    requirements and their lock, and ``wheel``, a wheel of tx (``make book`` builds one).
+    The zip also carries what its README's set-up installs (:data:`LEARNER_INSTALL`):
+    ``install.py``, the learner's requirements and their lock, JupyterLab's settings, and
+    ``wheel``, a wheel of tx (``make book`` builds one).
 
     A notebook already in ``out_dir`` is replaced while its cells' sources are what an
     earlier run wrote (recorded in ``.tx-learner.json``), so a notebook that was only run
@@ -402,7 +412,7 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
                          "`python -m pip wheel --no-deps . -w DIR` and give DIR/tx-*.whl.")
     if wheel is not None and zip_path is None:
         raise ValueError(f"--wheel {wheel} without --zip: the wheel goes into the zip; give --zip FILE too.")
-    extras = {Path(name).name: chapters.parent / name for name in LEARNER_INSTALL}
+    extras = {name: chapters.parent / path for name, path in LEARNER_INSTALL.items()}
     if zip_path is not None:
         missing = [str(path) for path in extras.values() if not path.is_file()]
         if missing:
