@@ -27,7 +27,7 @@ import tempfile
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .learner_notebook import _source
 
@@ -278,13 +278,18 @@ def _printed(notebook: dict[str, Any]) -> dict[str, str]:
 
 
 def check_course(course: str | Path, only: list[str] | None = None,
-                 scratch: str | Path | None = None) -> dict[str, Scores]:
+                 scratch: str | Path | None = None,
+                 also: Callable[[Path], None] | None = None) -> dict[str, Scores]:
     """Grade a class of synthetic students (:data:`STUDENTS`, and :data:`RUNAWAY` on one assignment) with nbgrader.
 
     Returns ``{assignment: Scores}`` read from nbgrader's gradebook, with what a teacher would
     give each student. The course folder itself is not changed. The copy is made in a temporary
     folder, removed afterwards, or in ``scratch`` (an empty or new folder), kept with nbgrader's
     release/, submitted/ and autograded/ folders and its gradebook.db.
+
+    ``also``, if given, is called with the scratch course once the class's submissions are in
+    its submitted/ folder, before nbgrader grades them: submissions it adds there are graded in
+    the same run (one nbgrader process, one grading master) and left out of the scores.
     """
     try:
         from nbgrader.api import Gradebook
@@ -341,6 +346,8 @@ def check_course(course: str | Path, only: list[str] | None = None,
         submit(STUDENTS, assignments)
         if runaway:  # under limits short enough to keep the check cheap (the scratch config's student_limits)
             submit(RUNAWAY, [runaway])
+        if also is not None:
+            also(work)
         _run_nbgrader(["autograde", "*", "--create"], work)
         scores: dict[str, Scores] = {}
         with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gradebook:
