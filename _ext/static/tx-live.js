@@ -302,7 +302,8 @@
     var m = model.manifest, ort = model.ort;
     var srcIds = model.src.encode(text, m.unk_id).concat([m.eos_id]); // as tx: words, then <eos>, no <bos>
     if (srcIds.length > m.config.max_len) {
-      throw new Error("the sentence is " + srcIds.length + " tokens long; this model reads at most " + m.config.max_len + ".");
+      throw new Error("the sentence is " + srcIds.length + " tokens long; this model reads at most " + m.config.max_len +
+                      ". Translate it in shorter pieces, a sentence at a time.");
     }
     var limit = outputLimit(srcIds.length, m.max_new_tokens, m.length_margin);
     var src = ids(ort, srcIds);
@@ -340,7 +341,8 @@
   async function continuePrompt(model, text, choice, seed, maxNew) {
     var m = model.manifest, V = m.config.vocab_size, maxLen = m.config.max_len;
     var ys = [m.bos_id].concat(model.vocab.encode(text, m.unk_id)); // as tx: <bos> words, no <eos>
-    if (ys.length > maxLen) throw new Error("the prompt is " + ys.length + " tokens long; this model reads at most " + maxLen + ".");
+    if (ys.length > maxLen) throw new Error("the prompt is " + ys.length + " tokens long; this model reads at most " + maxLen +
+                                          ": shorten it.");
     var temperature = choice[0] === "t" ? Number(choice.slice(1)) : 1, topK = choice[0] === "k" ? Number(choice.slice(1)) : 0;
     var rand = mulberry32(seed), prompt = ys.length, out = null;
     for (var step = 0; step < maxNew; step++) {
@@ -754,6 +756,10 @@
         redraw();
         block.setAttribute("data-live-state", "done");
       } catch (err) {
+        // what is still on screen belongs to the sentence before: it goes with the error
+        last = null; block.txLive = null; said = "";
+        output.textContent = ""; output.parentNode.hidden = true;
+        box.replaceChildren(); read.replaceChildren(); read.hidden = true;
         status.textContent = "The translation failed: " + err.message;
         block.setAttribute("data-live-state", "error");
       }
@@ -886,6 +892,10 @@
         redraw();
         block.setAttribute("data-live-state", "done");
       } catch (err) {
+        last = null; block.txLive = null; // what is on screen belongs to the prompt before
+        output.replaceChildren(); output.parentNode.hidden = true;
+        if (box) box.replaceChildren();
+        read.replaceChildren(); read.hidden = true;
         status.textContent = "The model failed: " + err.message;
         block.setAttribute("data-live-state", "error");
       }

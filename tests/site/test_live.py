@@ -407,6 +407,27 @@ def test_chapter_12_s_block_says_when_a_long_sentence_comes_out_much_shorter(vis
     assert not live.problems(), "\n".join(live.problems())
 
 
+def test_a_sentence_too_long_for_the_model_clears_the_translation_before(visits_live):
+    """What a reader met (issue 46): over the model's positions (64), the error showed under the previous
+    sentence's translation and attention map, as if they were this one's. They go, and the error says
+    what to do."""
+    live, ref = visits_live(REAL_PAGE), Reference("fr_en_real")
+    page, limit = live.page, ref.onnx.manifest["config"]["max_len"]
+    block = page.locator('[data-live-model="translate"]').first
+    before = _translate(page, "Tom est fatigué.")
+    assert before["state"] == "done" and before["output"] and before["drawn"], before
+    too_long = " ".join(["Tom est fatigué et Marie est contente."] * 12)
+    pieces = len(ref.ck.src_vocab.encode(ref.read(too_long), add_bos=False))  # with its <eos>
+    assert pieces > limit, pieces
+    got = _translate(page, too_long)
+    assert got["state"] == "error", got
+    assert got["status"] == (f"The translation failed: the sentence is {pieces} tokens long; this model reads at "
+                             f"most {limit}. Translate it in shorter pieces, a sentence at a time."), got["status"]
+    assert got["output"] == "" and got["live"] is None and got["drawn"] is None and got["read"] == [], got
+    assert not block.locator("[data-live-output]").is_visible() and not block.locator(".tx-live-read").is_visible()
+    assert _translate(page, "Tom est fatigué.")["output"] == before["output"]  # and the block works again
+
+
 @pytest.mark.parametrize("docname, name", LIVE_PAGES)
 def test_what_the_block_downloads_fits_the_budget_and_stays_on_the_site(visits_live, docname, name):
     live = visits_live(docname)
