@@ -163,16 +163,20 @@ def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
 # one); Chromium spent about 0.25 CPU-s less on each page load (bench/README.md, "Sixteenth pass").
 ICON_SCRIPT = re.compile(r'\s*(<!-- So that users can add custom icons -->\s*)?'
                          r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>')
+# An icon drawn from the font is a character a screen reader could try to read out (the script's
+# SVGs were aria-hidden): each is hidden from it, as the button around it has its own label.
+ICON = re.compile(r'<i class="([^"]*\bfa-[a-z][^"]*)"(?![^>]*aria-hidden)')
 
 
 def drop_icon_script(app: Sphinx, exception: Exception | None) -> None:
-    """Take the theme's icon script out of every page, and its files out of the site (build-finished)."""
+    """Take the theme's icon script out of every page, and its files out of the site; hide each icon
+    from screen readers, as the script did (build-finished)."""
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir)
     for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        kept = ICON_SCRIPT.sub("", text)
+        kept = ICON.sub(r'<i class="\1" aria-hidden="true"', ICON_SCRIPT.sub("", text))
         if kept != text:
             page.write_text(kept, encoding="utf-8")
     for name in ("fontawesome.js", "fontawesome.js.map", "fontawesome.js.LICENSE.txt"):

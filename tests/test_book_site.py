@@ -162,22 +162,31 @@ def test_the_formula_stylesheet_keeps_every_rule_whole():
 
 
 def test_the_icon_script_leaves_every_page_and_the_site(book_site, tmp_path):
-    """The theme's 1.49 MB icon script goes; the page's other scripts stay as they were."""
+    """The theme's 1.49 MB icon script goes, the page's other scripts stay, and each icon, now a
+    character of the icon font, is hidden from screen readers as the script's SVGs were."""
     from types import SimpleNamespace
 
     scripts = tmp_path / "_static" / "scripts"
     scripts.mkdir(parents=True)
     for name in ("fontawesome.js", "fontawesome.js.map", "fontawesome.js.LICENSE.txt", "bootstrap.js"):
         (scripts / name).write_text("//")
-    head = ('<link href="../_static/styles/theme.css?digest=1" rel="stylesheet" />\n'
-            '  {}<link rel="preload" as="script" href="../_static/scripts/bootstrap.js?digest=1" />')
     icon = ('<!-- So that users can add custom icons -->\n'
             '  <script defer src="../_static/scripts/fontawesome.js?digest=1"></script>\n  ')
+    head = ('<link href="../_static/styles/theme.css?digest=1" rel="stylesheet" />\n'
+            '  {}<link rel="preload" as="script" href="../_static/scripts/bootstrap.js?digest=1" />\n')
+    body = ('<button aria-label="Search"><i class="fa-solid fa-magnifying-glass"></i></button>'
+            '<i class="theme-switch fa-solid fa-sun fa-lg" data-mode="light"></i>'
+            '<i class="fab fa-github" aria-hidden="true"></i><i class="fancy"></i>')
+    hidden = ('<button aria-label="Search"><i class="fa-solid fa-magnifying-glass" aria-hidden="true"></i></button>'
+              '<i class="theme-switch fa-solid fa-sun fa-lg" aria-hidden="true" data-mode="light"></i>'
+              '<i class="fab fa-github" aria-hidden="true"></i><i class="fancy"></i>')
     page = tmp_path / "chapters" / "a.html"
     page.parent.mkdir()
-    page.write_text(head.format(icon))
+    page.write_text(head.format(icon) + body)
     app = SimpleNamespace(outdir=str(tmp_path), builder=SimpleNamespace(format="html"))
     book_site.drop_icon_script(app, None)
-    assert page.read_text() == head.format("")
+    assert page.read_text() == head.format("") + hidden
     assert sorted(p.name for p in scripts.iterdir()) == ["bootstrap.js"]
+    book_site.drop_icon_script(app, None)  # a second build: nothing more changes
+    assert page.read_text() == head.format("") + hidden
     book_site.drop_icon_script(app, RuntimeError("a failed build"))  # nothing to do, nothing raised
