@@ -259,8 +259,9 @@ def merge_pair(
 def learn_merges(words: dict[tuple[str, ...], int], n_merges: int) -> list[tuple[str, str]]:
     """The first ``n_merges`` merges BPE learns from ``words``: each time the most frequent pair is joined.
 
-    A tie goes to the pair of older pieces, as in ``tokenizers``: single characters are the
-    oldest, in code-point order, then merged pieces in the order they were made.
+    A tie goes, as in ``tokenizers``, to the pair whose first piece is oldest, then to the one
+    whose second piece is: single characters are the oldest, in code-point order, then merged
+    pieces in the order they were made.
     """
     check_int("n_merges", n_merges, low=0)
     age = {c: i for i, c in enumerate(sorted({c for pieces in words for c in pieces}))}
