@@ -165,7 +165,7 @@ ICON_SCRIPT = re.compile(r'\s*(<!-- So that users can add custom icons -->\s*)?'
                          r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>')
 # An icon drawn from the font is a character a screen reader could try to read out (the script's
 # SVGs were aria-hidden): each is hidden from it, as the button around it has its own label.
-ICON = re.compile(r'<i class="([^"]*\bfa-[a-z][^"]*)"(?![^>]*aria-hidden)')
+ICON = re.compile(r'<(i|span) class="([^"]*\bfa-[a-z][^"]*)"(?![^>]*aria-hidden)')
 
 
 def drop_icon_script(app: Sphinx, exception: Exception | None) -> None:
@@ -176,7 +176,7 @@ def drop_icon_script(app: Sphinx, exception: Exception | None) -> None:
     out = Path(app.outdir)
     for page in out.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        kept = ICON.sub(r'<i class="\1" aria-hidden="true"', ICON_SCRIPT.sub("", text))
+        kept = ICON.sub(r'<\1 class="\2" aria-hidden="true"', ICON_SCRIPT.sub("", text))
         if kept != text:
             page.write_text(kept, encoding="utf-8")
     for name in ("fontawesome.js", "fontawesome.js.map", "fontawesome.js.LICENSE.txt"):

@@ -176,10 +176,12 @@ def test_the_icon_script_leaves_every_page_and_the_site(book_site, tmp_path):
             '  {}<link rel="preload" as="script" href="../_static/scripts/bootstrap.js?digest=1" />\n')
     body = ('<button aria-label="Search"><i class="fa-solid fa-magnifying-glass"></i></button>'
             '<i class="theme-switch fa-solid fa-sun fa-lg" data-mode="light"></i>'
-            '<i class="fab fa-github" aria-hidden="true"></i><i class="fancy"></i>')
+            '<i class="fab fa-github" aria-hidden="true"></i><i class="fancy"></i>'
+            '<button><span class="fa-solid fa-bars"></span></button>')
     hidden = ('<button aria-label="Search"><i class="fa-solid fa-magnifying-glass" aria-hidden="true"></i></button>'
               '<i class="theme-switch fa-solid fa-sun fa-lg" aria-hidden="true" data-mode="light"></i>'
-              '<i class="fab fa-github" aria-hidden="true"></i><i class="fancy"></i>')
+              '<i class="fab fa-github" aria-hidden="true"></i><i class="fancy"></i>'
+              '<button><span class="fa-solid fa-bars" aria-hidden="true"></span></button>')
     page = tmp_path / "chapters" / "a.html"
     page.parent.mkdir()
     page.write_text(head.format(icon) + body)

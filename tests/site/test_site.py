@@ -44,7 +44,7 @@ def test_page_loads_everything_from_the_site(visits, docname):
 
 # Every icon of the page's header and sidebars, as the reader sees it: drawn in Font Awesome's
 # font (its glyph named in the stylesheet, the font loaded), not by the theme's script
-ICONS_JS = """() => [...document.querySelectorAll('i[class*="fa-"]')]
+ICONS_JS = """() => [...document.querySelectorAll('i[class*="fa-"], span[class*="fa-"]')]
     .filter(i => i.getClientRects().length)
     .map(i => ({icon: i.className.replace(/\\s+/g, ' '),
                 glyph: getComputedStyle(i, '::before').content,
