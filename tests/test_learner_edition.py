@@ -263,7 +263,8 @@ def test_the_edition_comes_with_a_readme_and_a_set_up_cell(edition, tmp_path):
     with zipfile.ZipFile(zip_path) as archive:
         names = {n.rsplit("/", 1)[-1] for n in archive.namelist()}
         modes = {oct(info.external_attr >> 16 & 0o777) for info in archive.infolist()}
-    assert names == {"README.md", "install.py", "requirements-learner.lock", "requirements-learner.txt"} | {
+    assert names == {"README.md", "install.py", "requirements-learner.lock", "requirements-learner.txt",
+                     "jupyterlab-settings.json"} | {
         p.name for p in NOTEBOOKS}
     assert modes == {"0o644"}, modes  # issue 47: 0600 left a copy unpacked for a class its owner's alone
 

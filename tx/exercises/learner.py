@@ -390,7 +390,7 @@ def write_learner_edition(out_dir: str | Path, chapters: str | Path = CHAPTERS, 
                           force: bool = False, wheel: str | Path | None = None) -> Written:
     """Write the learner edition into ``out_dir`` (and optionally a zip); say which files it wrote and kept, and why.
 
-    The zip also carries what its README's set-up installs (:data:`LEARNER_INSTALL`):
+    The zip also carries what its README's set-up installs (``LEARNER_INSTALL``):
     ``install.py``, the learner's requirements and their lock, JupyterLab's settings, and
     ``wheel``, a wheel of tx (``make book`` builds one).
 
