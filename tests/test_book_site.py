@@ -14,12 +14,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def book_site():
-    spec = importlib.util.spec_from_file_location("book_site", ROOT / "_ext" / "book_site.py")
+def _extension(name: str):
+    """One of the book's Sphinx extensions in _ext/, loaded from its file."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "_ext" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def book_site():
+    return _extension("book_site")
 
 
 def _options(url: str) -> dict:
@@ -149,9 +154,7 @@ def test_an_appendix_numbers_its_sections_as_a_chapter_does(book_site):
 def test_the_formula_stylesheet_keeps_every_rule_whole():
     """_ext/static_math.py's rules, read back from its own stylesheet: a brace in a glyph's
     content does not cut its rule, so the rule after it (a space's) is kept."""
-    spec = importlib.util.spec_from_file_location("static_math", ROOT / "_ext" / "static_math.py")
-    static_math = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(static_math)
+    static_math = _extension("static_math")
     css = ('mjx-c.mjx-c7B::before {\n  padding: 0.75em 0.5em 0.25em 0;\n  content: "{";\n}\n\n'
            'mjx-c.mjx-c20::before {\n  padding: 0 0.25em 0 0;\n  content: " ";\n}\n'
            'mjx-c.mjx-c5C::before { content: "\\\\"; }\n@media print { mjx-c { color: black; } }\n')
