@@ -682,6 +682,15 @@
     return box;
   }
 
+  // A block's result taken off the screen: its output, its map (a page built before the language
+  // model's block had one has none) and what the model read. For an input that failed after one that
+  // worked, and for a digit changed after it was classified.
+  function hideResult(output, box, read) {
+    output.replaceChildren(); output.parentNode.hidden = true;
+    if (box) box.replaceChildren();
+    read.replaceChildren(); read.hidden = true;
+  }
+
   // Under the translation, empty unless it is much shorter than the French (cutShort). A live region
   // of its own, there from the start (one added or unhidden with its text is not always read out):
   // the block's others are the output, whose text is the translation alone, and the status line,
@@ -758,8 +767,7 @@
       } catch (err) {
         // what is still on screen belongs to the sentence before: it goes with the error
         last = null; block.txLive = null; said = "";
-        output.textContent = ""; output.parentNode.hidden = true;
-        box.replaceChildren(); read.replaceChildren(); read.hidden = true;
+        hideResult(output, box, read);
         status.textContent = "The translation failed: " + err.message;
         block.setAttribute("data-live-state", "error");
       }
@@ -893,9 +901,7 @@
         block.setAttribute("data-live-state", "done");
       } catch (err) {
         last = null; block.txLive = null; // what is on screen belongs to the prompt before
-        output.replaceChildren(); output.parentNode.hidden = true;
-        if (box) box.replaceChildren();
-        read.replaceChildren(); read.hidden = true;
+        hideResult(output, box, read);
         status.textContent = "The model failed: " + err.message;
         block.setAttribute("data-live-state", "error");
       }
@@ -984,7 +990,7 @@
     var given = null, last = null, drawing = false, strokes = [];
 
     function forget() { // the shown result belongs to the digit before: hide it
-      last = null; box.replaceChildren(); read.replaceChildren(); read.hidden = true; output.parentNode.hidden = true;
+      last = null; hideResult(output, box, read);
       status.textContent = "";
     }
     function setGrid(grid) { given = grid; strokes = []; paintGrid(canvas, grid); forget(); }
