@@ -34,17 +34,20 @@ sys.path[:0] = [str(TESTS), str(TESTS / "site")]
 from notebook_tools import CHAPTERS, ROOT  # noqa: E402
 from sitekit import CHROMIUM_ARGS, chromium_path  # noqa: E402
 
+from tx.exercises import learner  # noqa: E402
+
 # JupyterLab's own settings for this server (user_settings_dir): every cell in the page, so the
 # tests see each cell's output (the default windowing leaves far-off cells out of the DOM); no
 # autosave, so the file a test reads is the one its own File > Save wrote (an autosave that
 # begins while the last cell runs lands after it and clears the dirty mark; the likeliest cause
-# of CI's 2026-11-24 chapter 6 saved with a code cell never run); no news or update toast.
+# of CI's 2026-11-24 chapter 6 saved with a code cell never run). The news and update toasts
+# are off in make lab's own settings, below.
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
 }
 # make lab's own settings (Makefile, LAB_CONFIG): no nbgrader menus, no news toast.
-LAB_CONFIG = ROOT / "learner" / "lab-config"
+LAB_CONFIG = ROOT / learner.LAB_CONFIG
 
 
 @dataclass

@@ -126,13 +126,17 @@ that build and test the book) into the clone's `.venv`, writes the learner editi
 """
 """The README's paragraph on the book's repository, only where ``repository.url`` names one."""
 
+LAB_CONFIG = "learner/lab-config"
+"""The JupyterLab configuration ``make lab`` gives a learner (the Makefile's LAB_CONFIG), from the
+book's root: no nbgrader menus or server extensions, no news toast (settings/overrides.json)."""
+
 LEARNER_INSTALL = {
     "install.py": "learner/install.py",
     "requirements-learner.lock": "requirements-learner.lock",
     "requirements-learner.txt": "requirements-learner.txt",
     # what `make lab` gives JupyterLab too (its app_settings_dir): install.py writes it into the
     # learner's environment
-    "jupyterlab-settings.json": "learner/lab-config/settings/overrides.json",
+    "jupyterlab-settings.json": f"{LAB_CONFIG}/settings/overrides.json",
 }
 """What the zip carries besides the notebooks (and the tx wheel): its name there, and its path
 from the book's root."""
